@@ -1,0 +1,392 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TargetKind names the kinds of workload Napwake can pause.
+// +kubebuilder:validation:Enum=Deployment;StatefulSet
+type TargetKind string
+
+const (
+	// KindDeployment is an apps/v1 Deployment.
+	KindDeployment TargetKind = "Deployment"
+	// KindStatefulSet is an apps/v1 StatefulSet.
+	KindStatefulSet TargetKind = "StatefulSet"
+)
+
+// TargetRef names the Deployment or StatefulSet a ManagedWorkload pauses. It
+// lives in the ManagedWorkload's namespace.
+type TargetRef struct {
+	// Kind is Deployment or StatefulSet.
+	// +required
+	Kind TargetKind `json:"kind"`
+
+	// Name is the workload's name in the ManagedWorkload's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// WakeMode says what wakes a paused workload through the doorman.
+// +kubebuilder:validation:Enum=Request;Ask
+type WakeMode string
+
+const (
+	// WakeRequest wakes the workload on any request the doorman cannot tell
+	// is a health check.
+	WakeRequest WakeMode = "Request"
+	// WakeAsk wakes the workload only on a person's click on the asleep page.
+	WakeAsk WakeMode = "Ask"
+)
+
+// WakeSpec says how the doorman treats requests to the paused workload.
+type WakeSpec struct {
+	// Mode is Request (any request wakes it) or Ask (only a person's click).
+	// +kubebuilder:default=Request
+	// +optional
+	Mode WakeMode `json:"mode,omitempty"`
+
+	// Page sends browsers the waking-up page instead of holding them.
+	// +kubebuilder:default=true
+	// +optional
+	Page *bool `json:"page,omitempty"`
+
+	// MaxWait is how long the doorman holds a connection waiting for a Ready
+	// pod: a Go duration, at most 1h.
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('1h')",message="maxWait must be more than 0s and at most 1h"
+	// +optional
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
+}
+
+// ActivitySpec lists extra idle-detection signals.
+type ActivitySpec struct {
+	// Prometheus is a query whose result above zero counts as activity.
+	// +optional
+	Prometheus *PrometheusActivity `json:"prometheus,omitempty"`
+}
+
+// PrometheusActivity is a PromQL query evaluated by the operator against its
+// --prometheus-url.
+type PrometheusActivity struct {
+	// Query is PromQL; a result greater than zero is activity, and wakes the
+	// workload while it is paused.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+}
+
+// DependencyRef names another ManagedWorkload that wakes when this one does.
+type DependencyRef struct {
+	// Name of the ManagedWorkload.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Namespace of the ManagedWorkload; this one's when empty.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ForecastSpec turns on the forecast's actions.
+type ForecastSpec struct {
+	// AutoResume wakes the workload before the hours people usually come.
+	// +kubebuilder:default=false
+	// +optional
+	AutoResume bool `json:"autoResume,omitempty"`
+
+	// PauseEarly pauses before idleAfter in hours expected to be quiet. A
+	// workload whose wake mode is Ask never pauses early.
+	// +kubebuilder:default=false
+	// +optional
+	PauseEarly bool `json:"pauseEarly,omitempty"`
+
+	// TimeZone is the IANA zone the forecast's week is counted in.
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+\-/]+$`
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// ManagedWorkloadSpec is what the user asks of Napwake for one workload.
+// +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef",message="targetRef is immutable; delete and recreate the ManagedWorkload to manage another workload"
+type ManagedWorkloadSpec struct {
+	// TargetRef names the Deployment or StatefulSet to pause. Immutable.
+	// +required
+	TargetRef TargetRef `json:"targetRef"`
+
+	// IdleAfter pauses the workload after this long with no activity, from
+	// 1m to 168h. Unset, the operator's --default-idle-after (30m) applies.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="idleAfter must be between 1m and 168h"
+	// +optional
+	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
+
+	// Wake says what wakes the paused workload through the doorman.
+	// +kubebuilder:default={}
+	// +optional
+	Wake WakeSpec `json:"wake,omitempty"`
+
+	// Activity lists extra idle-detection signals.
+	// +optional
+	Activity *ActivitySpec `json:"activity,omitempty"`
+
+	// Dependencies are ManagedWorkloads woken whenever this one wakes, and
+	// never paused while it runs.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Dependencies []DependencyRef `json:"dependencies,omitempty"`
+
+	// Forecast turns on the forecast's actions.
+	// +optional
+	Forecast *ForecastSpec `json:"forecast,omitempty"`
+}
+
+// Phase is where a ManagedWorkload is in its pause/wake cycle.
+// +kubebuilder:validation:Enum=Running;Pausing;Paused;Resuming
+type Phase string
+
+const (
+	// PhaseRunning means the workload runs with its own replicas.
+	PhaseRunning Phase = "Running"
+	// PhasePausing means the replica count is saved and the workload is
+	// being scaled to zero.
+	PhasePausing Phase = "Pausing"
+	// PhasePaused means no pod of the workload is left.
+	PhasePaused Phase = "Paused"
+	// PhaseResuming means the saved replicas are restored and no pod is
+	// Ready yet.
+	PhaseResuming Phase = "Resuming"
+)
+
+// PauseReason says why a pause began.
+// +kubebuilder:validation:Enum=Idle;Requested;Forecast
+type PauseReason string
+
+const (
+	// PauseIdle: no activity for idleAfter.
+	PauseIdle PauseReason = "Idle"
+	// PauseRequested: the pause-requested annotation.
+	PauseRequested PauseReason = "Requested"
+	// PauseForecast: the forecast's pauseEarly.
+	PauseForecast PauseReason = "Forecast"
+)
+
+// PauseStatus records one pause. It is written before anything is scaled, so
+// no crash can lose the replica count.
+type PauseStatus struct {
+	// StartedAt names the pause; Wake it tokens are signed for it.
+	StartedAt metav1.Time `json:"startedAt"`
+	// Replicas is what a wake restores.
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// Reason is why the pause began.
+	Reason PauseReason `json:"reason"`
+}
+
+// TurnedAwayStatus counts the requests the doorman turned away in one pause.
+type TurnedAwayStatus struct {
+	// PausedAt names the pause the count is for.
+	PausedAt metav1.Time `json:"pausedAt"`
+	// Requests is the count, summed across doorman pods.
+	// +kubebuilder:validation:Minimum=0
+	Requests int64 `json:"requests"`
+}
+
+// IPFamily is IPv4 or IPv6, as in core/v1.
+// +kubebuilder:validation:Enum=IPv4;IPv6
+type IPFamily string
+
+// Route is one Service port the doorman answers for while the workload is
+// paused. The operator writes routes; the doorman listens on DoormanPort.
+type Route struct {
+	// Service is the name of the routed Service, in this namespace.
+	// +kubebuilder:validation:MaxLength=63
+	Service string `json:"service"`
+	// PortName is the Service port's name; empty for a single unnamed port.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	PortName string `json:"portName,omitempty"`
+	// Port is the Service port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+	// DoormanPort is the doorman's port for this Service port.
+	// +kubebuilder:validation:Minimum=20000
+	// +kubebuilder:validation:Maximum=29999
+	DoormanPort int32 `json:"doormanPort"`
+	// IPFamilies the Service's slices are written for.
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=atomic
+	// +optional
+	IPFamilies []IPFamily `json:"ipFamilies,omitempty"`
+	// Forwarded is true when the route reaches the doorman through a
+	// forwarder in the workload's namespace.
+	// +optional
+	Forwarded bool `json:"forwarded,omitempty"`
+}
+
+// PortHold keeps a released doorman port from every other route until Until.
+type PortHold struct {
+	// Port is the released doorman port.
+	// +kubebuilder:validation:Minimum=20000
+	// +kubebuilder:validation:Maximum=29999
+	Port int32 `json:"port"`
+	// Until is when another route may take it.
+	Until metav1.Time `json:"until"`
+}
+
+// DoormanStatus is the operator ↔ doorman contract: the routes the doorman
+// listens for, and the ports held after routes went.
+type DoormanStatus struct {
+	// Routes the doorman answers for.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Routes []Route `json:"routes,omitempty"`
+	// Forwarded is true when any route goes through a forwarder.
+	// +optional
+	Forwarded bool `json:"forwarded,omitempty"`
+	// PortHolds are released ports nobody may take until their time.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	PortHolds []PortHold `json:"portHolds,omitempty"`
+}
+
+// LearnedDependency is a workload this one was seen calling.
+type LearnedDependency struct {
+	// Namespace of the called ManagedWorkload.
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the called ManagedWorkload.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// LastSeen is when a call was last seen; edges unseen for 7 days go.
+	LastSeen metav1.Time `json:"lastSeen"`
+}
+
+// DependenciesStatus records what the operator learned about dependencies.
+type DependenciesStatus struct {
+	// Learned are workloads this one was seen calling.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Learned []LearnedDependency `json:"learned,omitempty"`
+}
+
+// ForecastStatus is the forecast's week for one workload.
+type ForecastStatus struct {
+	// Hours holds 168 weights, Monday 00:00 first in spec.forecast.timeZone,
+	// in thousandths of a person-caused wake or activity, decayed weekly.
+	// +kubebuilder:validation:MaxItems=168
+	// +listType=atomic
+	// +optional
+	Hours []int32 `json:"hours,omitempty"`
+	// ResumeSeconds is how long a wake of this workload usually takes, learned
+	// from its own resumes; autoResume wakes this much ahead.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ResumeSeconds int32 `json:"resumeSeconds,omitempty"`
+	// UpdatedAt is when the week was last brought up to date.
+	// +optional
+	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
+}
+
+// ManagedWorkloadStatus is what Napwake observed and did.
+type ManagedWorkloadStatus struct {
+	// Phase is Running, Pausing, Paused or Resuming.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// ObservedGeneration is the spec generation the status was worked out from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Pause records the current or last pause.
+	// +optional
+	Pause *PauseStatus `json:"pause,omitempty"`
+	// LastActivity is when the last activity signal fired.
+	// +optional
+	LastActivity *metav1.Time `json:"lastActivity,omitempty"`
+	// LastActivitySource names the signal that last fired: request,
+	// annotation, prometheus, wake-requested, dependent, scaled, forecast,
+	// created, usage.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	LastActivitySource string `json:"lastActivitySource,omitempty"`
+	// PauseAt is when a Running workload pauses if nothing happens.
+	// +optional
+	PauseAt *metav1.Time `json:"pauseAt,omitempty"`
+	// ResumedAt is when the last wake began (phase Resuming).
+	// +optional
+	ResumedAt *metav1.Time `json:"resumedAt,omitempty"`
+	// TurnedAway counts requests the doorman turned away in the current or
+	// last pause.
+	// +optional
+	TurnedAway *TurnedAwayStatus `json:"turnedAway,omitempty"`
+	// Doorman is the operator ↔ doorman contract.
+	// +optional
+	Doorman *DoormanStatus `json:"doorman,omitempty"`
+	// Dependencies records learned dependencies.
+	// +optional
+	Dependencies *DependenciesStatus `json:"dependencies,omitempty"`
+	// Forecast is the forecast's week.
+	// +optional
+	Forecast *ForecastStatus `json:"forecast,omitempty"`
+	// Conditions: WakeOnRequest, TargetAvailable, ActivitySignals.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// ManagedWorkload asks Napwake to pause one Deployment or StatefulSet while
+// nobody uses it, and to wake it when someone needs it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mw,categories=napwake
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Wake",type=string,JSONPath=`.spec.wake.mode`
+// +kubebuilder:printcolumn:name="Last Activity",type=date,JSONPath=`.status.lastActivity`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.lastActivitySource`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ManagedWorkload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ManagedWorkloadSpec `json:"spec"`
+	// +optional
+	Status ManagedWorkloadStatus `json:"status,omitempty"`
+}
+
+// ManagedWorkloadList is a list of ManagedWorkloads.
+// +kubebuilder:object:root=true
+type ManagedWorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ManagedWorkload `json:"items"`
+}
+
+func init() {
+	registered = append(registered, &ManagedWorkload{}, &ManagedWorkloadList{})
+}

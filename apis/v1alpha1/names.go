@@ -1,0 +1,174 @@
+package v1alpha1
+
+// Labels. Each is part of Napwake's public contract (design.md section 4 and
+// 5); the chart's NetworkPolicies and users' selectors depend on them.
+const (
+	// LabelEnabled opts a Deployment, StatefulSet or Namespace in: "true".
+	LabelEnabled = "napwake.dev/enabled"
+	// LabelIgnore keeps a workload out even in an opted-in namespace: "true".
+	LabelIgnore = "napwake.dev/ignore"
+	// LabelWorkload is on every EndpointSlice the operator writes, naming the
+	// ManagedWorkload it routes.
+	LabelWorkload = "napwake.dev/workload"
+	// LabelForwarded marks EndpointSlices that lead to a NEG forwarder.
+	LabelForwarded = "napwake.dev/forwarded"
+	// LabelOperator, on forwarder pods, names Napwake's namespace.
+	LabelOperator = "napwake.dev/operator"
+	// LabelManagedBy is on ManagedWorkloads the operator created for a
+	// labelled workload.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// LabelServiceName is core's EndpointSlice → Service label.
+	LabelServiceName = "kubernetes.io/service-name"
+	// LabelEndpointSliceManagedBy is core's EndpointSlice owner label.
+	LabelEndpointSliceManagedBy = "endpointslice.kubernetes.io/managed-by"
+)
+
+// Label values.
+const (
+	// EndpointSliceManager is this operator's value of
+	// LabelEndpointSliceManagedBy.
+	EndpointSliceManager = "napwake.dev"
+	// EndpointSliceControllerManager is Kubernetes' own EndpointSlice
+	// controller: the doorman dials only endpoints from its slices.
+	EndpointSliceControllerManager = "endpointslice-controller.k8s.io"
+	// ManagedByOperator is the LabelManagedBy value on created ManagedWorkloads.
+	ManagedByOperator = "napwake-operator"
+)
+
+// Settings annotations on a workload or its namespace (design.md section 4).
+const (
+	AnnotationWake          = "napwake.dev/wake"           // "request" | "ask"
+	AnnotationWakePage      = "napwake.dev/wake-page"      // "true" | "false"
+	AnnotationWakeMaxWait   = "napwake.dev/wake-max-wait"  // Go duration ≤ 1h
+	AnnotationIdleAfter     = "napwake.dev/idle-after"     // Go duration
+	AnnotationDependsOn     = "napwake.dev/depends-on"     // "postgres,cache" or "ns/name"
+	AnnotationActivityQuery = "napwake.dev/activity-query" // PromQL
+	AnnotationAutoResume    = "napwake.dev/auto-resume"    // "true" | "false"
+	AnnotationPauseEarly    = "napwake.dev/pause-early"    // "true" | "false"
+)
+
+// Values of AnnotationWake. Exactly these; anything else asks.
+const (
+	WakeValueRequest = "request"
+	WakeValueAsk     = "ask"
+)
+
+// Annotations that act, on a ManagedWorkload (or on a labelled workload).
+const (
+	// AnnotationLastRequest is the RFC 3339 time of a request that wakes it.
+	// Written by the doorman only.
+	AnnotationLastRequest = "napwake.dev/last-request"
+	// AnnotationLastRequestFrom is the waking caller's IP. Doorman only.
+	AnnotationLastRequestFrom = "napwake.dev/last-request-from"
+	// AnnotationTurnedAway is "<pausedAt RFC3339>/<count>". Doorman only.
+	AnnotationTurnedAway = "napwake.dev/turned-away"
+	// AnnotationLastActivity is an RFC 3339 time of activity from anyone
+	// (CI, portals); it resets the idle clock and wakes a paused workload.
+	AnnotationLastActivity = "napwake.dev/last-activity"
+	// AnnotationWakeRequested wakes now, whatever wake.mode says.
+	AnnotationWakeRequested = "napwake.dev/wake-requested"
+	// AnnotationPauseRequested pauses now.
+	AnnotationPauseRequested = "napwake.dev/pause-requested"
+)
+
+// AnnotationDoormanIgnorePorts, on a Service, lists port names or numbers the
+// doorman never takes: "metrics,9090".
+const AnnotationDoormanIgnorePorts = "napwake.dev/doorman-ignore-ports"
+
+// GKE annotations the operator reads to tell whether a Service is in NEGs.
+const (
+	AnnotationGKENEG       = "cloud.google.com/neg"
+	AnnotationGKENEGStatus = "cloud.google.com/neg-status"
+	AnnotationIngressClass = "kubernetes.io/ingress.class"
+)
+
+// Finalizer keeps a deleted ManagedWorkload until its target's replicas are
+// restored, its slices are gone and its port holds are over.
+const Finalizer = "napwake.dev/finalizer"
+
+// Activity sources, the values of status.lastActivitySource.
+const (
+	SourceRequest       = "request"
+	SourceAnnotation    = "annotation"
+	SourcePrometheus    = "prometheus"
+	SourceWakeRequested = "wake-requested"
+	SourceDependent     = "dependent"
+	SourceScaled        = "scaled"
+	SourceForecast      = "forecast"
+	SourceCreated       = "created"
+	SourceUsage         = "usage"
+)
+
+// Condition types.
+const (
+	// ConditionWakeOnRequest says whether requests reach the doorman.
+	ConditionWakeOnRequest = "WakeOnRequest"
+	// ConditionTargetAvailable says whether the Deployment/StatefulSet exists.
+	ConditionTargetAvailable = "TargetAvailable"
+	// ConditionActivitySignals says which idle-detection signals are in use.
+	ConditionActivitySignals = "ActivitySignals"
+)
+
+// Reasons of the WakeOnRequest condition ("When a workload isn't routed").
+const (
+	ReasonDoormanRouted           = "DoormanRouted"
+	ReasonNoServices              = "NoServices"
+	ReasonServedByOtherPods       = "ServedByOtherPods"
+	ReasonNodeLocalTraffic        = "NodeLocalTraffic"
+	ReasonUnsupportedIPFamily     = "UnsupportedIPFamily"
+	ReasonUnsupportedLoadBalancer = "UnsupportedLoadBalancer"
+	ReasonForwarderNotReady       = "ForwarderNotReady"
+	ReasonDoormanUnavailable      = "DoormanUnavailable"
+	ReasonNoFreePort              = "NoFreePort"
+	ReasonTooManyPorts            = "TooManyPorts"
+	ReasonRoutingFailed           = "RoutingFailed"
+	ReasonNotPaused               = "NotPaused"
+	ReasonDoormanDisabled         = "DoormanDisabled"
+	// CarriedOverPrefix starts a NotPaused-time message that carries a
+	// problem found at the last pause.
+	CarriedOverPrefix = "at its last pause: "
+)
+
+// Reasons of the TargetAvailable condition.
+const (
+	ReasonTargetFound    = "TargetFound"
+	ReasonTargetNotFound = "TargetNotFound"
+)
+
+// Reasons of the ActivitySignals condition.
+const (
+	ReasonSignalsConfigured = "SignalsConfigured"
+	ReasonUsageUnavailable  = "UsageUnavailable"
+)
+
+// Event reasons.
+const (
+	EventWokenByRequest   = "WokenByRequest"
+	EventNoReadinessProbe = "NoReadinessProbe"
+	EventRequestNotServed = "RequestNotServed"
+	EventRoutingFailed    = "RoutingFailed"
+	EventInvalidSetting   = "InvalidSetting"
+	EventPausing          = "Pausing"
+	EventPaused           = "Paused"
+	EventPauseCalledOff   = "PauseCalledOff"
+	EventWaking           = "Waking"
+	EventRunning          = "Running"
+	EventUnsupportedLB    = "UnsupportedLoadBalancer"
+	EventTargetNotFound   = "TargetNotFound"
+)
+
+// Doorman port range and caps (wake-on-request.md "When a workload isn't
+// routed"; the caps are flags and Helm values).
+const (
+	DoormanPortMin           = 20000
+	DoormanPortMax           = 29999
+	DefaultPortsPerWorkload  = 32
+	DefaultPortsPerNamespace = 256
+)
+
+// Slice names: <service>-napwake-ipv4 / -ipv6.
+const (
+	SliceSuffixIPv4 = "-napwake-ipv4"
+	SliceSuffixIPv6 = "-napwake-ipv6"
+)

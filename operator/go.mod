@@ -1,0 +1,15 @@
+module napwake.dev/operator
+
+go 1.26
+
+require (
+	napwake.dev/apis v0.0.0
+	napwake.dev/shared v0.0.0
+)
+
+// In this repository, go.work ties the modules together; these replaces let
+// `go mod tidy` and a GOWORK=off build of this module alone work too.
+replace (
+	napwake.dev/apis => ../apis
+	napwake.dev/shared => ../shared
+)
