@@ -1,0 +1,195 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"napwake.dev/apis/v1alpha1"
+)
+
+// maxEvents bounds the events describe shows: the newest ten tell the recent
+// story; `kubectl get events` has the rest.
+const maxEvents = 10
+
+// Describe renders `kubectl napwake describe`: the workload's clock (last
+// activity, its source, when it pauses), its routes and doorman ports, why it
+// is not routed, its dependencies and its recent events.
+func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
+	s := mw.Status
+	kv := table{}
+	kv.add(txt("Name:"), txt(mw.Name))
+	kv.add(txt("Namespace:"), txt(mw.Namespace))
+	kv.add(txt("Target:"), txt(string(mw.Spec.TargetRef.Kind)+"/"+mw.Spec.TargetRef.Name))
+	kv.add(txt("Phase:"), PhaseCell(s.Phase))
+	if s.Pause != nil {
+		label := "Pause:"
+		if s.Phase == v1alpha1.PhaseRunning {
+			label = "Last pause:"
+		}
+		kv.add(txt(label), txt(fmt.Sprintf("%s, since %s (%s ago), %s kept",
+			orDash(string(s.Pause.Reason)), stamp(s.Pause.StartedAt.Time), since(o.Now, &s.Pause.StartedAt.Time),
+			plural(int64(s.Pause.Replicas), "replica"))))
+	}
+	kv.add(txt("Wake:"), txt(wakeSummary(mw.Spec.Wake)))
+	kv.write(w, o)
+
+	fmt.Fprintln(w, "Clock:")
+	clock := table{indent: "  "}
+	clock.add(txt("Last activity:"), txt(agoStamp(o, s.LastActivity)))
+	clock.add(txt("Source:"), txt(orDash(s.LastActivitySource)))
+	idle := "operator default"
+	if mw.Spec.IdleAfter != nil {
+		idle = mw.Spec.IdleAfter.Duration.String()
+	}
+	clock.add(txt("Idle after:"), txt(idle))
+	pauseAt := "-"
+	switch {
+	case s.Phase == v1alpha1.PhaseRunning && s.PauseAt != nil:
+		pauseAt = stamp(s.PauseAt.Time) + " (in " + until(o.Now, s.PauseAt.Time) + ")"
+	case s.Phase != v1alpha1.PhaseRunning && s.Phase != "":
+		pauseAt = "not running"
+	}
+	clock.add(txt("Pauses at:"), txt(pauseAt))
+	clock.add(txt("Last resumed:"), txt(agoStamp(o, s.ResumedAt)))
+	clock.write(w, o)
+
+	fmt.Fprintln(w, "Routes:")
+	var routes []v1alpha1.Route
+	if s.Doorman != nil {
+		routes = s.Doorman.Routes
+	}
+	if len(routes) == 0 {
+		fmt.Fprintln(w, "  none (the doorman answers for a workload only while it is paused)")
+	} else {
+		rt := table{indent: "  "}
+		rt.add(txt("SERVICE"), txt("PORT"), txt("DOORMAN PORT"), txt("IP FAMILIES"), txt("FORWARDED"))
+		for _, r := range routes {
+			port := strconv.Itoa(int(r.Port))
+			if r.PortName != "" {
+				port = r.PortName + "/" + port
+			}
+			fams := make([]string, 0, len(r.IPFamilies))
+			for _, f := range r.IPFamilies {
+				fams = append(fams, string(f))
+			}
+			rt.add(txt(r.Service), txt(port), txt(strconv.Itoa(int(r.DoormanPort))), txt(orDash(strings.Join(fams, ","))), txt(yesNo(r.Forwarded)))
+		}
+		rt.write(w, o)
+	}
+	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionWakeOnRequest); c != nil && c.Status != metav1.ConditionTrue {
+		fmt.Fprintf(w, "Why not routed:\n  %s: %s\n", o.paint(yellow, c.Reason), oneLine(c.Message))
+	}
+	if ps := Problems(mw, events); len(ps) > 0 {
+		fmt.Fprintln(w, o.paint(yellow, "Needs attention:"))
+		pt := table{indent: "  "}
+		for _, p := range ps {
+			pt.add(cell{p.Reason, yellow}, txt(oneLine(p.Message)))
+		}
+		pt.write(w, o)
+	}
+	if n := TurnedAwayThisPause(mw); n > 0 {
+		fmt.Fprintf(w, "Turned away this pause: %s\n", plural(n, "request"))
+	}
+
+	describeDependencies(w, mw, o)
+	describeConditions(w, s.Conditions, o)
+	describeEvents(w, eventsFor(mw, events), o)
+}
+
+func describeDependencies(w io.Writer, mw *v1alpha1.ManagedWorkload, o Options) {
+	fmt.Fprintln(w, "Dependencies:")
+	dt := table{indent: "  "}
+	for _, d := range mw.Spec.Dependencies {
+		ns := d.Namespace
+		if ns == "" {
+			ns = mw.Namespace
+		}
+		dt.add(txt(ns+"/"+d.Name), txt("declared"))
+	}
+	if l := mw.Status.Dependencies; l != nil {
+		for _, d := range l.Learned {
+			dt.add(txt(d.Namespace+"/"+d.Name), txt("learned, last seen "+since(o.Now, &d.LastSeen.Time)+" ago"))
+		}
+	}
+	if len(dt.rows) == 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	dt.write(w, o)
+}
+
+func describeConditions(w io.Writer, conds []metav1.Condition, o Options) {
+	fmt.Fprintln(w, "Conditions:")
+	if len(conds) == 0 {
+		fmt.Fprintln(w, "  none yet")
+		return
+	}
+	ct := table{indent: "  "}
+	ct.add(txt("TYPE"), txt("STATUS"), txt("REASON"), txt("AGE"), txt("MESSAGE"))
+	for _, c := range conds {
+		st := txt(string(c.Status))
+		if c.Status == metav1.ConditionFalse {
+			st.c = yellow
+		}
+		ct.add(txt(c.Type), st, txt(c.Reason), txt(since(o.Now, &c.LastTransitionTime.Time)), txt(oneLine(c.Message)))
+	}
+	ct.write(w, o)
+}
+
+func describeEvents(w io.Writer, events []corev1.Event, o Options) {
+	fmt.Fprintln(w, "Events:")
+	if len(events) == 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	events = events[:min(len(events), maxEvents)]
+	et := table{indent: "  "}
+	et.add(txt("LAST SEEN"), txt("TYPE"), txt("REASON"), txt("OBJECT"), txt("MESSAGE"))
+	for _, e := range events {
+		t := eventTime(e)
+		typ := txt(e.Type)
+		if e.Type == corev1.EventTypeWarning {
+			typ.c = yellow
+		}
+		et.add(txt(since(o.Now, &t)), typ, txt(e.Reason), txt(e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name), txt(oneLine(e.Message)))
+	}
+	et.write(w, o)
+}
+
+func wakeSummary(ws v1alpha1.WakeSpec) string {
+	parts := []string{orDash(string(ws.Mode))}
+	if ws.Page != nil {
+		parts = append(parts, "page "+onOff(*ws.Page))
+	}
+	if ws.MaxWait != nil {
+		parts = append(parts, "max wait "+ws.MaxWait.Duration.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func agoStamp(o Options, t *metav1.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(t.Time) + " (" + since(o.Now, &t.Time) + " ago)"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

@@ -1,0 +1,265 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/version"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// now is the fixed moment every golden file is rendered at: a Tuesday.
+var now = time.Date(2026, 10, 27, 14, 30, 0, 0, time.UTC)
+
+func at(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(d)) }
+func atp(d time.Duration) *metav1.Time {
+	t := at(d)
+	return &t
+}
+
+// golden compares got with testdata/name.golden, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to write it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s (rerun with -update if the change is intended)\n--- got ---\n%s\n--- want ---\n%s", name, path, got, want)
+	}
+}
+
+// fleet is one workload in each interesting state.
+func fleet() ([]v1alpha1.ManagedWorkload, []corev1.Event) {
+	mw := func(ns, name string, phase v1alpha1.Phase) v1alpha1.ManagedWorkload {
+		return v1alpha1.ManagedWorkload{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.ManagedWorkloadSpec{
+				TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: name},
+				Wake:      v1alpha1.WakeSpec{Mode: v1alpha1.WakeRequest},
+			},
+			Status: v1alpha1.ManagedWorkloadStatus{Phase: phase},
+		}
+	}
+	api := mw("preview-42", "api", v1alpha1.PhasePaused)
+	api.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-2 * time.Hour), Replicas: 3, Reason: v1alpha1.PauseIdle}
+	api.Status.LastActivity = atp(-150 * time.Minute)
+	api.Status.LastActivitySource = v1alpha1.SourceRequest
+	api.Status.ResumedAt = atp(-5 * time.Hour)
+	api.Status.TurnedAway = &v1alpha1.TurnedAwayStatus{PausedAt: at(-2 * time.Hour), Requests: 312}
+	api.Status.Doorman = &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{
+		{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017, IPFamilies: []v1alpha1.IPFamily{"IPv4"}},
+		{Service: "api-grpc", Port: 9000, DoormanPort: 20018, IPFamilies: []v1alpha1.IPFamily{"IPv4", "IPv6"}, Forwarded: true},
+	}}
+	api.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDoormanRouted, LastTransitionTime: at(-2 * time.Hour)}}
+	api.Spec.Dependencies = []v1alpha1.DependencyRef{{Name: "postgres"}}
+	api.Status.Dependencies = &v1alpha1.DependenciesStatus{Learned: []v1alpha1.LearnedDependency{{Namespace: "shared", Name: "cache", LastSeen: at(-26 * time.Hour)}}}
+
+	web := mw("preview-42", "web", v1alpha1.PhaseRunning)
+	web.Status.LastActivity = atp(-12 * time.Minute)
+	web.Status.LastActivitySource = v1alpha1.SourceWakeRequested
+	web.Status.PauseAt = atp(18 * time.Minute)
+	web.Status.ResumedAt = atp(-45 * time.Minute)
+	// An old pause's count must not show as this pause's.
+	web.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-3 * time.Hour), Replicas: 1, Reason: v1alpha1.PauseIdle}
+	web.Status.TurnedAway = &v1alpha1.TurnedAwayStatus{PausedAt: at(-3 * time.Hour), Requests: 9}
+	web.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotPaused,
+		Message: v1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}}
+
+	db := mw("staging", "postgres", v1alpha1.PhasePausing)
+	db.Spec.TargetRef.Kind = v1alpha1.KindStatefulSet
+	db.Spec.Wake.Mode = v1alpha1.WakeAsk
+	db.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-20 * time.Second), Replicas: 1, Reason: v1alpha1.PauseRequested}
+	db.Status.LastActivitySource = v1alpha1.SourceCreated
+	db.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNodeLocalTraffic,
+		Message: "Service postgres has internalTrafficPolicy: Local", LastTransitionTime: at(-20 * time.Second)}}
+
+	worker := mw("staging", "worker", v1alpha1.PhasePaused)
+	worker.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-30 * time.Minute), Replicas: 2, Reason: v1alpha1.PauseForecast}
+	worker.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionTargetAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTargetNotFound,
+		Message: "Deployment worker not found", LastTransitionTime: at(-10 * time.Minute)}}
+
+	events := []corev1.Event{
+		{InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "staging", Name: "worker"}, Reason: v1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
+			Message: `napwake.dev/wake "yes" is neither request nor ask: asking`, LastTimestamp: at(-5 * time.Minute)},
+		{InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "staging", Name: "worker"}, Reason: v1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
+			Message: `napwake.dev/wake "yes" is neither request nor ask: asking`, LastTimestamp: at(-6 * time.Minute)},
+		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: v1alpha1.EventPaused, Type: corev1.EventTypeNormal,
+			Message: "Paused after 30m idle; 3 replicas kept", LastTimestamp: at(-2 * time.Hour)},
+		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: v1alpha1.EventWaking, Type: corev1.EventTypeNormal,
+			Message: "Woken by a request from 10.0.0.7", LastTimestamp: at(-5 * time.Hour)},
+		// Another namespace's workload of the same name is not this one.
+		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "other", Name: "api"}, Reason: v1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
+			Message: "not ours", LastTimestamp: at(-1 * time.Minute)},
+	}
+	return []v1alpha1.ManagedWorkload{api, web, db, worker}, events
+}
+
+func TestStatusGolden(t *testing.T) {
+	mws, events := fleet()
+	for _, tc := range []struct {
+		name string
+		mws  []v1alpha1.ManagedWorkload
+		o    Options
+	}{
+		{"status-all-namespaces", mws, Options{Now: now, AllNamespaces: true}},
+		{"status-wide", mws[:2], Options{Now: now, Wide: true}},
+		{"status-color", mws[:2], Options{Now: now, Color: true}},
+		{"status-empty", nil, Options{Now: now}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Status(&b, tc.mws, events, "preview-42", tc.o)
+			golden(t, tc.name, b.Bytes())
+		})
+	}
+}
+
+func TestDescribeGolden(t *testing.T) {
+	mws, events := fleet()
+	for i, name := range []string{"describe-paused", "describe-running", "describe-pausing", "describe-target-missing"} {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			Describe(&b, &mws[i], events, Options{Now: now})
+			golden(t, name, b.Bytes())
+		})
+	}
+}
+
+func TestForecastGolden(t *testing.T) {
+	mws, _ := fleet()
+	empty := mws[0]
+	t.Run("forecast-no-data", func(t *testing.T) {
+		var b bytes.Buffer
+		Forecast(&b, &empty, Options{Now: now})
+		golden(t, "forecast-no-data", b.Bytes())
+	})
+	week := mws[0]
+	hours := make([]int32, hoursPerWeek)
+	for d := range 5 { // weekdays, 09-18, busiest at 10 and 14
+		for h := 9; h < 18; h++ {
+			hours[d*24+h] = 300
+		}
+		hours[d*24+10], hours[d*24+14] = 1200, 900
+	}
+	hours[5*24+11] = 40 // a Saturday visit
+	week.Spec.Forecast = &v1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Europe/Berlin"}
+	week.Status.Forecast = &v1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 45, UpdatedAt: atp(-2 * time.Hour)}
+	t.Run("forecast-week", func(t *testing.T) {
+		var b bytes.Buffer
+		Forecast(&b, &week, Options{Now: now})
+		golden(t, "forecast-week", b.Bytes())
+	})
+}
+
+func TestVersionGolden(t *testing.T) {
+	plugin := version.Info{Component: "kubectl-napwake", Version: "v0.1.0", Commit: "abc123", GoVersion: "go1.26.8", Platform: "linux/amd64"}
+	for _, tc := range []struct {
+		name string
+		op   OperatorVersion
+	}{
+		{"version-found", OperatorVersion{Version: "v0.3.1", Namespace: "napwake-system"}},
+		{"version-unknown", OperatorVersion{Version: Unknown, Reason: "no operator pods found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Version(&b, VersionReport{Plugin: plugin, Operator: tc.op}, Options{Now: now})
+			golden(t, tc.name, b.Bytes())
+		})
+	}
+}
+
+func TestShade(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		v, peak int32
+		want    int
+	}{
+		{"an hour nobody came is empty", 0, 1000, 0},
+		{"an empty week draws nothing", 0, 0, 0},
+		{"the busiest hour is darkest", 1000, 1000, 4},
+		{"a trace of activity still shows", 1, 1000, 1},
+		{"a quarter of the peak is the first step", 250, 1000, 1},
+		{"just over a quarter is the second step", 251, 1000, 2},
+		{"three quarters is the third step", 750, 1000, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Shade(tc.v, tc.peak); got != tc.want {
+				t.Errorf("Shade(%d, %d) = %d, want %d", tc.v, tc.peak, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReplicaHoursPausedCountsOnlyPausedWorkloads(t *testing.T) {
+	mws, _ := fleet()
+	hours, n, replicas := ReplicaHoursPaused(mws, now)
+	// api: 3 replicas × 2h; worker: 2 × 0.5h; postgres is still Pausing; web runs.
+	if hours != 7 || n != 2 || replicas != 5 {
+		t.Errorf("got %.2f replica-hours over %d workloads and %d replicas, want 7 over 2 and 5", hours, n, replicas)
+	}
+}
+
+func TestProblems(t *testing.T) {
+	mws, events := fleet()
+	for _, tc := range []struct {
+		name string
+		mw   v1alpha1.ManagedWorkload
+		want []string
+	}{
+		{"a routed workload needs nothing", mws[0], nil},
+		{"a problem carried from the last pause is listed while running", mws[1], []string{v1alpha1.ReasonNotPaused}},
+		{"a routing reason is listed", mws[2], []string{v1alpha1.ReasonNodeLocalTraffic}},
+		{"a missing target and one InvalidSetting per message are listed", mws[3], []string{v1alpha1.ReasonTargetNotFound, v1alpha1.EventInvalidSetting}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range Problems(&tc.mw, events) {
+				got = append(got, p.Reason)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+	notPaused := mws[1]
+	notPaused.Status.Conditions[0].Message = "the workload is running"
+	if ps := Problems(&notPaused, nil); len(ps) != 0 {
+		t.Errorf("a plain NotPaused is listed: %v", ps)
+	}
+}
+
+func TestTurnedAwayThisPauseIgnoresAnEarlierPause(t *testing.T) {
+	mws, _ := fleet()
+	if got := TurnedAwayThisPause(&mws[0]); got != 312 {
+		t.Errorf("this pause: got %d, want 312", got)
+	}
+	if got := TurnedAwayThisPause(&mws[1]); got != 0 {
+		t.Errorf("a running workload's last pause: got %d, want 0", got)
+	}
+	stale := mws[0]
+	stale.Status.TurnedAway = &v1alpha1.TurnedAwayStatus{PausedAt: at(-9 * time.Hour), Requests: 5}
+	if got := TurnedAwayThisPause(&stale); got != 0 {
+		t.Errorf("an earlier pause's count: got %d, want 0", got)
+	}
+}
