@@ -1,0 +1,124 @@
+# Napwake's front door. `make help` lists the targets.
+#
+# The two commands a newcomer needs:
+#   make demo   a local cluster, Napwake on it, a workload pausing and a request waking it
+#   make test   every test: unit and envtest suites, then the end-to-end suite on a local cluster
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(CURDIR)
+BIN := $(ROOT)/bin
+OUT := $(ROOT)/_out
+GO ?= go
+# Tools live in hack/tools, a module outside the workspace, so their
+# dependencies never shift the components' build list.
+TOOL := GOWORK=off $(GO) -C $(ROOT)/hack/tools tool
+MODULES := apis shared operator doorman forwarder kubectl-napwake e2e
+COMPONENTS := operator doorman forwarder
+# Each deployable module carries its own version: images are tagged with it.
+version = $(shell cat $(ROOT)/$(1)/VERSION)
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+ldflags = -s -w -X napwake.dev/shared/version.Version=$(call version,$(1)) -X napwake.dev/shared/version.Commit=$(COMMIT)
+# Local images are named napwake.local/<image>:<module version>; nothing pulls them.
+IMAGE_PREFIX ?= napwake.local
+GOTEST_FLAGS ?= -race -count=1
+FUZZTIME ?= 30s
+# envtest's etcd, kube-apiserver and kubectl: built from source once, cached by version.
+ASSETS = $$($(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl | tail -n 1)
+
+##@ Everyday
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_-]+:.*##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: ## Bring up a local cluster (or use $KUBECONFIG), install Napwake, watch a workload pause and a request wake it.
+	@$(ROOT)/hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Remove what `make demo` made (the local cluster included).
+	@$(ROOT)/hack/demo.sh down
+
+.PHONY: test
+test: envtest-bins verify test-unit e2e ## Run every test: generated files, unit + envtest suites with -race, then the end-to-end suite.
+
+.PHONY: test-unit
+test-unit: ## Unit and envtest suites of every module, with -race.
+	@export KUBEBUILDER_ASSETS=$(ASSETS); \
+	echo "[$$(date +%H:%M:%S)] go test $(GOTEST_FLAGS) over $(MODULES) (envtest binaries: $$KUBEBUILDER_ASSETS)"; \
+	$(GO) test $(GOTEST_FLAGS) $(foreach m,$(MODULES),./$(m)/...)
+
+.PHONY: e2e
+e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings it up if needed.
+	@$(ROOT)/hack/e2e.sh
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each; corpora live in testdata/fuzz.
+	@$(ROOT)/hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: bench
+bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench.
+	@export KUBEBUILDER_ASSETS=$(ASSETS); for b in $(ROOT)/hack/bench/*.sh; do echo "[$$(date +%H:%M:%S)] $$b"; "$$b"; done
+
+##@ Build
+
+.PHONY: build
+build: ## Static binaries of every deployable into bin/.
+	@mkdir -p $(BIN)
+	@for c in $(COMPONENTS) kubectl-napwake; do \
+	  echo "[$$(date +%H:%M:%S)] building bin/$$c $$(cat $(ROOT)/$$c/VERSION)"; \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X napwake.dev/shared/version.Version=$$(cat $(ROOT)/$$c/VERSION) -X napwake.dev/shared/version.Commit=$(COMMIT)" -o $(BIN)/$$c ./$$c; \
+	done
+
+.PHONY: images
+images: build ## One OCI image per component (no Docker), tagged with its module's version, into _out/images.
+	@mkdir -p $(OUT)/images
+	@GOWORK=off $(GO) -C $(ROOT)/hack/tools build -o $(BIN)/imagebuild ./imagebuild
+	@for c in $(COMPONENTS); do \
+	  v=$$(cat $(ROOT)/$$c/VERSION); \
+	  d=$$($(BIN)/imagebuild --binary $(BIN)/$$c --image $(IMAGE_PREFIX)/napwake-$$c:$$v --entrypoint /$$c --out $(OUT)/images/napwake-$$c.tar); \
+	  echo "[$$(date +%H:%M:%S)] image napwake-$$c:$$v $$d"; \
+	done
+
+.PHONY: push
+push: build ## Push the images to REGISTRY (make push REGISTRY=registry.example.com/napwake); prints digests for Helm.
+	@test -n "$(REGISTRY)" || { echo "give a registry: make push REGISTRY=registry.example.com/napwake" >&2; exit 2; }
+	@GOWORK=off $(GO) -C $(ROOT)/hack/tools build -o $(BIN)/imagebuild ./imagebuild
+	@for c in $(COMPONENTS); do \
+	  v=$$(cat $(ROOT)/$$c/VERSION); \
+	  d=$$($(BIN)/imagebuild --binary $(BIN)/$$c --image $(IMAGE_PREFIX)/napwake-$$c:$$v --entrypoint /$$c --push $(REGISTRY)); \
+	  echo "$$c.image.digest=$$d"; \
+	done
+
+##@ Generated files and checks
+
+.PHONY: generate
+generate: ## Regenerate deepcopy and the CRD from apis/ (controller-gen through go tool).
+	cd apis && $(TOOL) controller-gen object paths=$(ROOT)/apis/... crd:crdVersions=v1 output:crd:artifacts:config=$(ROOT)/charts/napwake/crds
+	@if [ -x $(ROOT)/hack/chart/generate.sh ]; then $(ROOT)/hack/chart/generate.sh; fi
+
+.PHONY: verify
+verify: lint ## Fail when generated files are stale or a component imports another.
+	@$(ROOT)/hack/verify.sh
+
+.PHONY: lint
+lint: ## go vet every module, gofmt, and the import rules.
+	@test -z "$$(gofmt -l $(MODULES) hack/tools 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l $(MODULES) hack/tools; exit 1; }
+	$(GO) vet $(foreach m,$(MODULES),./$(m)/...)
+	@$(ROOT)/hack/check-imports.sh
+
+##@ Local cluster
+
+.PHONY: envtest-bins
+envtest-bins: ## Build (once, cached by version) the etcd, kube-apiserver and kubectl that envtest uses.
+	@$(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl >/dev/null
+
+.PHONY: cluster-up
+cluster-up: ## A real single-node cluster in its own network namespace (root; builds binaries on first use).
+	@$(ROOT)/hack/testbed/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Remove the local cluster: processes, mounts, namespaces, cgroups, state.
+	@$(ROOT)/hack/testbed/cluster.sh down

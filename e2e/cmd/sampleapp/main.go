@@ -1,0 +1,124 @@
+// Command sampleapp is the workload the end-to-end suite and the demo pause
+// and wake: a small HTTP server whose readiness passes only after a startup
+// delay, as a real app's would, and which can also greet first on a raw TCP
+// port like MySQL does, for the server-speaks-first scenario. It can also act
+// as a client (`sampleapp get URL`), since its image has no shell or curl.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "get" {
+		os.Exit(get(os.Args[2:]))
+	}
+	if err := serve(); err != nil {
+		fmt.Fprintln(os.Stderr, "sampleapp:", err)
+		os.Exit(1)
+	}
+}
+
+func serve() error {
+	addr := flag.String("listen", ":8080", "HTTP address")
+	greet := flag.String("greet-listen", "", "if set, a raw TCP address that greets each connection first")
+	startup := flag.Duration("startup-delay", time.Second, "time before /ready passes, as a real app's start-up")
+	message := flag.String("message", "hello from the sample app", "what / answers")
+	flag.Parse()
+
+	var ready atomic.Bool
+	started := time.Now()
+	time.AfterFunc(*startup, func() { ready.Store(true) })
+	host, _ := os.Hostname()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Sampleapp-Pod", host)
+		fmt.Fprintf(w, "%s (pod %s, up %s)\n", *message, host, time.Since(started).Round(time.Millisecond))
+	})
+	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if *greet != "" {
+		ln, err := net.Listen("tcp", *greet)
+		if err != nil {
+			return err
+		}
+		go greetLoop(ln, host)
+		defer ln.Close()
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// greetLoop speaks first on each connection, like MySQL's handshake, then
+// echoes what the client sends.
+func greetLoop(ln net.Listener, host string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			fmt.Fprintf(c, "GREETING from %s\n", host)
+			_, _ = io.Copy(c, c)
+		}()
+	}
+}
+
+// get is a tiny curl: prints the status line, headers and body of one GET.
+func get(args []string) int {
+	fs := flag.NewFlagSet("get", flag.ExitOnError)
+	ua := fs.String("user-agent", "sampleapp-client/1", "User-Agent to send")
+	timeout := fs.Duration("timeout", 3*time.Minute, "give up after this long")
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: sampleapp get [--user-agent UA] URL")
+		return 2
+	}
+	req, err := http.NewRequest(http.MethodGet, fs.Arg(0), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	req.Header.Set("User-Agent", *ua)
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: *timeout}).Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%s %s in %s\n%s", resp.Proto, resp.Status, time.Since(start).Round(time.Millisecond), body)
+	return 0
+}

@@ -1,0 +1,396 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this machine, inside a network
+# namespace of its own (see shared testbed notes and docs/testbed.md):
+#
+#   hack/testbed/cluster.sh up       build what is missing, start everything, wait for the node
+#   hack/testbed/cluster.sh down     stop everything it started, remove mounts, namespaces, cgroups, state
+#   hack/testbed/cluster.sh status   say what runs
+#   hack/testbed/cluster.sh exec CMD run CMD inside the node's network namespace with KUBECONFIG set
+#   hack/testbed/cluster.sh load-image FILE.tar   import an image into the node's containerd
+#
+# Needs root. Never changes the host's kernel settings (kubelet runs behind a
+# wrapper that covers the sysctls it would write), never adds rules to the
+# host's network namespace, and nothing it starts can reach beyond the
+# machine: the node's only "uplink" is a bridge with no ports.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+source "$here/lib.sh"
+
+STATE=${NAPWAKE_TESTBED_DIR:-/var/lib/napwake-testbed}
+NETNS=${NAPWAKE_NETNS:-napwake-node}
+NODE_IP=10.200.0.1
+NODE_NAME=napwake-node
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+PAUSE_IMAGE=napwake.local/pause:3.10
+SYSCTLS=(
+  "vm/overcommit_memory=1" "vm/panic_on_oom=0" "kernel/panic=10" "kernel/panic_on_oops=1"
+  "kernel/keys/root_maxkeys=1000000" "kernel/keys/root_maxbytes=25000000"
+)
+DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
+
+need_root() { [ "$(id -u)" = 0 ] || die "the test bed needs root (it creates a network namespace, mounts and cgroups); run it with sudo"; }
+in_ns() { nsenter --net="/var/run/netns/$NETNS" "$@"; }
+pidfile() { echo "$STATE/run/$1.pid"; }
+running() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+kubectl_() { in_ns "$BIN/kubectl" --kubeconfig "$STATE/pki/admin.kubeconfig" "$@"; }
+
+# start NAME CMD... runs a daemon in the node's namespace, logging to
+# $STATE/log/NAME.log, and records its PID.
+start() {
+  local name=$1; shift
+  if running "$name"; then info "      $name already runs (pid $(cat "$(pidfile "$name")"))"; return; fi
+  setsid nsenter --net="/var/run/netns/$NETNS" "$@" >"$STATE/log/$name.log" 2>&1 </dev/null &
+  echo $! >"$(pidfile "$name")"
+}
+
+# wait_for WHAT SECONDS CMD... polls CMD until it succeeds, or dies naming the log to read.
+wait_for() {
+  local what=$1 secs=$2 log=$3; shift 3
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      tail -n 20 "$log" >&2 || true
+      die "$what did not come up within ${secs}s; its log is $log (last lines above)"
+    fi
+    sleep 0.5
+  done
+}
+
+binaries() {
+  step "Control-plane binaries (built from source on first use: ~10 minutes cold, seconds after)"
+  BIN=$("$here/build-binaries.sh" | tail -n 1)
+  [ -x "$BIN/kubelet" ] || die "kubelet missing from $BIN"
+  info "      using $BIN"
+}
+
+check_host() {
+  local missing=()
+  for c in containerd runc iptables conntrack nsenter unshare openssl ip; do
+    command -v "$c" >/dev/null || missing+=("$c")
+  done
+  [ -d /usr/lib/cni ] || missing+=("containernetworking-plugins")
+  if [ ${#missing[@]} -gt 0 ]; then
+    die "missing ${missing[*]}: apt-get install -y containerd runc containernetworking-plugins iptables conntrack util-linux openssl iproute2"
+  fi
+}
+
+netns_up() {
+  if [ -e "/var/run/netns/$NETNS" ]; then return; fi
+  step "Network namespace $NETNS: node IP $NODE_IP on a bridge with no ports (nothing leaves the machine)"
+  ip netns add "$NETNS"
+  ip -n "$NETNS" link set lo up
+  ip -n "$NETNS" link add nwnode0 type bridge
+  ip -n "$NETNS" addr add "$NODE_IP/24" dev nwnode0
+  ip -n "$NETNS" link set nwnode0 up
+  ip -n "$NETNS" route add default dev nwnode0
+}
+
+pki() {
+  local d=$STATE/pki
+  [ -f "$d/admin.kubeconfig" ] && return
+  step "Certificates: a CA, the API server's, and a client certificate per component"
+  mkdir -p "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=napwake-testbed-ca" \
+    -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+  openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+  cert apiserver "/CN=kube-apiserver" \
+    "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP,IP:10.96.0.1"
+  cert kubelet-serving "/CN=$NODE_NAME" "DNS:$NODE_NAME,IP:$NODE_IP,IP:127.0.0.1"
+  cert admin "/O=system:masters/CN=napwake-admin"
+  cert controller-manager "/CN=system:kube-controller-manager"
+  cert scheduler "/CN=system:kube-scheduler"
+  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
+  cert kube-proxy "/CN=system:kube-proxy"
+  for c in admin controller-manager scheduler kubelet kube-proxy; do
+    kubeconfig "$c"
+  done
+}
+
+cert() {
+  local d=$STATE/pki name=$1 subj=$2 san=${3:-}
+  openssl genrsa -out "$d/$name.key" 2048 2>/dev/null
+  openssl req -new -key "$d/$name.key" -subj "$subj" -out "$d/$name.csr" 2>/dev/null
+  local ext="$d/$name.ext"
+  if [ -n "$san" ]; then
+    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$san" >"$ext"
+  else
+    printf 'extendedKeyUsage=clientAuth\n' >"$ext"
+  fi
+  openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+    -days 3650 -extfile "$ext" -out "$d/$name.crt" 2>/dev/null
+}
+
+kubeconfig() {
+  local d=$STATE/pki name=$1
+  cat >"$d/$name.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: napwake-testbed
+  cluster:
+    certificate-authority: $d/ca.crt
+    server: https://$NODE_IP:6443
+users:
+- name: $name
+  user:
+    client-certificate: $d/$name.crt
+    client-key: $d/$name.key
+contexts:
+- name: napwake-testbed
+  context: {cluster: napwake-testbed, user: $name}
+current-context: napwake-testbed
+EOF
+}
+
+configs() {
+  mkdir -p "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/containerd" "$STATE/kubelet" "$STATE/sysctl" "$STATE/etc"
+  cat >"$STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$STATE/containerd/root"
+state = "$STATE/containerd/state"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "$STATE/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+EOF
+  cat >"$STATE/cni/net.d/10-napwake.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "napwake-testbed",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam",
+              "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+  # Pods get no DNS servers: there is no cluster DNS, and the host's would be unreachable.
+  : >"$STATE/etc/resolv.conf"
+  cat >"$STATE/kubelet/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $STATE/pki/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $STATE/pki/kubelet-serving.crt
+tlsPrivateKeyFile: $STATE/pki/kubelet-serving.key
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$STATE/containerd/containerd.sock
+protectKernelDefaults: true
+readOnlyPort: 0
+resolvConf: $STATE/etc/resolv.conf
+serializeImagePulls: false
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+EOF
+  cat >"$STATE/etc/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $STATE/pki/kube-proxy.kubeconfig}
+hostnameOverride: $NODE_NAME
+mode: iptables
+clusterCIDR: 10.244.0.0/16
+# Zero leaves the host-wide conntrack sysctls alone.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+  for s in "${SYSCTLS[@]}"; do
+    local f=$STATE/sysctl/${s%%=*}; mkdir -p "$(dirname "$f")"
+    echo "${s#*=}" >"$f"; chmod 0444 "$f"
+  done
+}
+
+control_plane() {
+  local p=$STATE/pki
+  step "etcd on 127.0.0.1 inside the namespace"
+  start etcd "$BIN/etcd" --name napwake --data-dir "$STATE/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster napwake=http://127.0.0.1:2380 --log-level warn
+  step "kube-apiserver on $NODE_IP:6443"
+  start kube-apiserver "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
+    --advertise-address "$NODE_IP" --bind-address 0.0.0.0 --secure-port 6443 \
+    --service-cluster-ip-range "$SERVICE_CIDR" --client-ca-file "$p/ca.crt" \
+    --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --authorization-mode Node,RBAC --allow-privileged=true \
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" \
+    --kubelet-certificate-authority "$p/ca.crt"
+  wait_for kube-apiserver 120 "$STATE/log/kube-apiserver.log" kubectl_ get --raw /readyz
+  step "kube-controller-manager and kube-scheduler"
+  start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$p/controller-manager.kubeconfig" \
+    --leader-elect=false --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
+    --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
+    --use-service-account-credentials=true --bind-address 127.0.0.1 \
+    --authentication-kubeconfig "$p/controller-manager.kubeconfig" --authorization-kubeconfig "$p/controller-manager.kubeconfig"
+  start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$p/scheduler.kubeconfig" --leader-elect=false \
+    --bind-address 127.0.0.1 \
+    --authentication-kubeconfig "$p/scheduler.kubeconfig" --authorization-kubeconfig "$p/scheduler.kubeconfig"
+}
+
+node() {
+  step "containerd (Debian's) with runc and the CNI bridge on $POD_CIDR"
+  start containerd containerd --config "$STATE/containerd/config.toml"
+  wait_for containerd 30 "$STATE/log/containerd.log" ctr_ version
+  pause_image
+  # kubelet's volume mounts (Secrets, tokens) are made in its own mount
+  # namespace; a shared root dir carries them to containerd in the host's.
+  if ! mountpoint -q "$STATE/kubelet"; then
+    mount --bind "$STATE/kubelet" "$STATE/kubelet"
+    mount --make-rshared "$STATE/kubelet"
+  fi
+  step "kubelet, behind a wrapper that keeps it from writing the host's kernel settings"
+  start kubelet unshare -m --propagation unchanged "$here/kubelet-wrapper.sh" "$STATE/sysctl" \
+    "$BIN/kubelet" --config "$STATE/kubelet/config.yaml" --kubeconfig "$STATE/pki/kubelet.kubeconfig" \
+    --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" --root-dir "$STATE/kubelet"
+  step "kube-proxy in iptables mode, inside the namespace only"
+  start kube-proxy "$BIN/kube-proxy" --config "$STATE/etc/kube-proxy.yaml"
+  step "Waiting for the node to be Ready"
+  wait_for "node $NODE_NAME" 120 "$STATE/log/kubelet.log" \
+    kubectl_ wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
+}
+
+ctr_() { ctr --address "$STATE/containerd/containerd.sock" -n k8s.io "$@"; }
+
+pause_image() {
+  if ctr_ images ls -q 2>/dev/null | grep -qx "$PAUSE_IMAGE"; then return; fi
+  step "Building the pod sandbox image $PAUSE_IMAGE from hack/tools/pause"
+  mkdir -p "$STATE/images"
+  (cd "$root/hack/tools" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$STATE/images/pause" ./pause)
+  (cd "$root/hack/tools" && GOWORK=off go run ./imagebuild --binary "$STATE/images/pause" --image "$PAUSE_IMAGE" \
+    --entrypoint /pause --out "$STATE/images/pause.tar" >/dev/null)
+  ctr_ images import --no-unpack=false "$STATE/images/pause.tar" >/dev/null
+}
+
+cmd_up() {
+  need_root; check_host
+  binaries
+  mkdir -p "$STATE/run" "$STATE/log"
+  if running kube-apiserver && running kubelet && kubectl_ get --raw /readyz >/dev/null 2>&1; then
+    info "The test bed is already up. KUBECONFIG=$STATE/pki/admin.kubeconfig (use it inside the namespace: $0 exec kubectl get nodes)"
+    return
+  fi
+  local t0; t0=$(date +%s)
+  netns_up; pki; configs; control_plane; node
+  # The default ServiceAccount and its namespace settle a moment after the node.
+  wait_for "the default ServiceAccount" 60 "$STATE/log/kube-controller-manager.log" kubectl_ get serviceaccount default
+  step "The test bed is up in $(( $(date +%s) - t0 ))s: node $NODE_NAME ($NODE_IP), pods on $POD_CIDR, Services on $SERVICE_CIDR"
+  info "      kubeconfig: $STATE/pki/admin.kubeconfig (reachable only inside the namespace)"
+  info "      try:        $0 exec kubectl get pods -A"
+  info "      remove:     make cluster-down"
+}
+
+stop_pid() {
+  local name=$1 p
+  p=$(cat "$(pidfile "$name")" 2>/dev/null) || return 0
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
+    local deadline=$(( $(date +%s) + ${2:-10} ))
+    while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.2; done
+    kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$(pidfile "$name")"
+}
+
+cmd_down() {
+  need_root
+  if [ ! -d "$STATE" ] && [ ! -e "/var/run/netns/$NETNS" ]; then
+    info "The test bed is not up; nothing to remove."
+    return
+  fi
+  step "Stopping the test bed's daemons by their recorded PIDs"
+  stop_pid kube-proxy; stop_pid kubelet
+  if [ -S "$STATE/containerd/containerd.sock" ] && running containerd; then
+    step "Removing pods' containers and sandboxes"
+    for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
+    local deadline=$(( $(date +%s) + 10 ))
+    while [ -n "$(ctr_ tasks ls -q 2>/dev/null)" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.3; done
+    for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$c" >/dev/null 2>&1 || true; done
+    for c in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$c" >/dev/null 2>&1 || true; done
+  fi
+  # Shims outlive containerd; they were started in our namespace with our state dir.
+  pkill -KILL -f "containerd-shim-runc-v2 .*-address $STATE/containerd/containerd.sock" 2>/dev/null || true
+  stop_pid kube-scheduler; stop_pid kube-controller-manager
+  stop_pid kube-apiserver 5; stop_pid etcd; stop_pid containerd
+  step "Unmounting what is left under $STATE"
+  local m
+  for _ in 1 2 3; do
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done < <(awk -v s="$STATE" '$5 == s || index($5, s"/") == 1 {print $5}' /proc/self/mountinfo | sort -r)
+  done
+  step "Removing network namespaces and cgroups"
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    case $ns in cni-*)
+      # containerd's per-pod namespaces: only those whose bridge peer was ours are left once the node is gone.
+      ip netns del "$ns" 2>/dev/null || true ;;
+    esac
+  done
+  ip netns del "$NETNS" 2>/dev/null || true
+  local h
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/unified/; do
+    for d in "$h"kubepods* "$h"kubepods.slice "$h"k8s.io; do
+      [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    done
+  done
+  rm -rf /run/containerd/s /run/containerd/io.containerd.runtime.v2.task/k8s.io 2>/dev/null || true
+  rmdir /run/containerd/io.containerd.runtime.v2.task /run/containerd 2>/dev/null || true
+  rm -rf "$STATE"
+  step "The test bed is down; the host is as it was."
+}
+
+cmd_status() {
+  local d
+  for d in "${DAEMONS[@]}"; do
+    if running "$d"; then echo "$d: running (pid $(cat "$(pidfile "$d")"))"; else echo "$d: not running"; fi
+  done
+}
+
+cmd_load_image() {
+  need_root
+  [ $# -gt 0 ] || die "usage: $0 load-image FILE.tar..."
+  for f in "$@"; do
+    step "Importing $(basename "$f") into the node's containerd"
+    ctr_ images import --no-unpack=false "$f" >/dev/null
+  done
+}
+
+cmd_exec() {
+  need_root
+  [ -e "/var/run/netns/$NETNS" ] || die "the test bed is not up: run make cluster-up"
+  BIN=$(ls -d "$(napwake_cache)"/kube-* 2>/dev/null | head -n 1)
+  export KUBECONFIG=$STATE/pki/admin.kubeconfig PATH=$BIN:$PATH
+  exec nsenter --net="/var/run/netns/$NETNS" "$@"
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  exec) shift; cmd_exec "$@" ;;
+  load-image) shift; cmd_load_image "$@" ;;
+  kubeconfig) echo "$STATE/pki/admin.kubeconfig" ;;
+  *) die "usage: $0 up|down|status|exec CMD...|load-image FILE...|kubeconfig" ;;
+esac
