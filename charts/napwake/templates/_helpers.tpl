@@ -1,0 +1,103 @@
+{{/*
+Names. The examples in wake-on-request.md assume the release "napwake" in the
+namespace "napwake-system": napwake-doorman, napwake-doorman-pods,
+napwake-doorman-wake-key. Keep the <release>-<component> shape.
+*/}}
+{{- define "napwake.operator.name" -}}{{ printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
+{{- define "napwake.doorman.name" -}}{{ printf "%s-doorman" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
+{{- define "napwake.doorman.podsService" -}}{{ printf "%s-doorman-pods" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
+{{- define "napwake.doorman.wakeKeySecret" -}}{{ printf "%s-doorman-wake-key" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
+
+{{/* The username the API server gives the doorman's ServiceAccount. */}}
+{{- define "napwake.doorman.username" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.doorman.name" . }}
+{{- end }}
+
+{{/*
+A component's image reference from {repository, tag, digest}: the digest wins
+over the tag; an empty tag means the chart's appVersion.
+Call with (dict "image" .Values.x.image "root" $).
+*/}}
+{{- define "napwake.image" -}}
+{{- if .image.digest -}}
+{{ .image.repository }}@{{ .image.digest }}
+{{- else -}}
+{{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{/* The operator's version as a label value (the tag; "+" is not allowed in labels). */}}
+{{- define "napwake.operator.version" -}}
+{{ .Values.operator.image.tag | default .Chart.AppVersion | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "napwake.labels" -}}
+app.kubernetes.io/name: napwake
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: napwake
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels of the operator's pods (control-plane is what the docs' NetworkPolicies use). */}}
+{{- define "napwake.operator.selectorLabels" -}}
+app.kubernetes.io/name: napwake
+app.kubernetes.io/instance: {{ .Release.Name }}
+control-plane: controller-manager
+{{- end }}
+
+{{/* Selector labels of the doorman's pods. */}}
+{{- define "napwake.doorman.selectorLabels" -}}
+app.kubernetes.io/name: napwake
+app.kubernetes.io/instance: {{ .Release.Name }}
+control-plane: doorman
+{{- end }}
+
+{{/*
+Pod Security "restricted", for every pod: non-root with a numeric user (the
+images run as 65532), the runtime's default seccomp profile.
+*/}}
+{{- define "napwake.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* Pod Security "restricted" for every container, plus a read-only root filesystem. */}}
+{{- define "napwake.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* Values the schema cannot check: refuse them with a clear message. */}}
+{{- define "napwake.validate" -}}
+{{- if and .Values.doorman.networkPolicy.ingressFrom (not .Values.networkPolicy.enabled) }}
+{{- fail "doorman.networkPolicy.ingressFrom is set but networkPolicy.enabled is false: it would create no NetworkPolicy and leave the doorman's routing ports open to everyone. Set networkPolicy.enabled=true, or remove doorman.networkPolicy.ingressFrom." }}
+{{- end }}
+{{- if .Values.doorman.networkPolicy.egress.enabled }}
+{{- if not .Values.doorman.networkPolicy.egress.podCIDRs }}
+{{- fail "doorman.networkPolicy.egress.enabled needs doorman.networkPolicy.egress.podCIDRs (your cluster's pod CIDRs, every IP family): without them the doorman could reach no workload." }}
+{{- end }}
+{{- if not .Values.doorman.networkPolicy.egress.apiServer }}
+{{- fail "doorman.networkPolicy.egress.enabled needs doorman.networkPolicy.egress.apiServer (the API server's endpoint addresses as CIDRs, from `kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes`): without them the doorman could not reach the API server." }}
+{{- end }}
+{{- end }}
+{{- $minGrace := add .Values.doorman.preStopSleepSeconds 40 }}
+{{- if lt (int .Values.doorman.terminationGracePeriodSeconds) (int $minGrace) }}
+{{- fail (printf "doorman.terminationGracePeriodSeconds (%v) must be at least doorman.preStopSleepSeconds + 40 (%v): the doorman takes up to 40 s after SIGTERM to pass on or close the connections it holds." .Values.doorman.terminationGracePeriodSeconds $minGrace) }}
+{{- end }}
+{{- if and .Values.doorman.negForwarder.enabled (not .Values.doorman.enabled) }}
+{{- fail "doorman.negForwarder.enabled needs doorman.enabled: forwarders pass connections to the doorman." }}
+{{- end }}
+{{- end }}

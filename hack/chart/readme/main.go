@@ -1,0 +1,220 @@
+// Command readme writes the Napwake chart's README.md from the comments in its
+// values.yaml, and with -check says whether the README is up to date.
+//
+// A key is documented by a comment block right above it whose first line
+// starts with "# --". Every leaf value (a scalar, a list, or a map without
+// documented keys inside) must be documented: an undocumented one is an
+// error, so the README never silently lacks a value.
+//
+//	GOWORK=off go -C hack/chart run ./readme -chart ../../charts/napwake [-check]
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "readme:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("readme", flag.ContinueOnError)
+	chart := fs.String("chart", "charts/napwake", "the chart's directory")
+	check := fs.Bool("check", false, "do not write: fail if README.md is not what the values' comments make")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	values, err := os.ReadFile(filepath.Join(*chart, "values.yaml"))
+	if err != nil {
+		return fmt.Errorf("reading values: %w", err)
+	}
+	want, err := Render(values)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(*chart, "README.md")
+	if *check {
+		have, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if !bytes.Equal(have, want) {
+			return fmt.Errorf("%s is out of date with values.yaml: run hack/chart/render.sh", path)
+		}
+		return nil
+	}
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Value is one documented value of the chart.
+type Value struct {
+	Key         string // dotted path, such as doorman.image.tag
+	Type        string // string, int, bool, list or object
+	Default     string // JSON of the default
+	Description string
+}
+
+const docMarker = "# --"
+
+// Values returns the chart's documented values, in the order of values.yaml.
+func Values(values []byte) ([]Value, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(values, &doc); err != nil {
+		return nil, fmt.Errorf("parsing values: %w", err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("values.yaml is not a map")
+	}
+	var out []Value
+	var undocumented []string
+	walk(doc.Content[0], "", &out, &undocumented)
+	if len(undocumented) > 0 {
+		return nil, fmt.Errorf("values without a %q comment: %s", docMarker, strings.Join(undocumented, ", "))
+	}
+	return out, nil
+}
+
+func walk(m *yaml.Node, prefix string, out *[]Value, undocumented *[]string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		key := prefix + k.Value
+		desc, documented := description(k.HeadComment)
+		nested := v.Kind == yaml.MappingNode && hasDocumented(v)
+		if documented {
+			val := Value{Key: key, Type: typeOf(v), Description: desc}
+			if !nested {
+				val.Default = defaultOf(v)
+			}
+			*out = append(*out, val)
+		} else if !nested && v.Kind != yaml.MappingNode {
+			*undocumented = append(*undocumented, key)
+		}
+		if v.Kind == yaml.MappingNode && (nested || !documented) {
+			walk(v, key+".", out, undocumented)
+		}
+	}
+}
+
+// hasDocumented says whether a map documents any key inside it, at any depth.
+func hasDocumented(m *yaml.Node) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if _, ok := description(m.Content[i].HeadComment); ok {
+			return true
+		}
+		if v := m.Content[i+1]; v.Kind == yaml.MappingNode && hasDocumented(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// description takes the last comment block above a key (blank lines split
+// blocks) and returns its text if it starts with the marker.
+func description(head string) (string, bool) {
+	blocks := strings.Split(head, "\n\n")
+	block := strings.TrimSpace(blocks[len(blocks)-1])
+	if !strings.HasPrefix(block, docMarker) {
+		return "", false
+	}
+	var words []string
+	for _, line := range strings.Split(block, "\n") {
+		line = strings.TrimSpace(line)
+		line = strings.TrimPrefix(line, docMarker)
+		line = strings.TrimPrefix(line, "#")
+		if line = strings.TrimSpace(line); line != "" {
+			words = append(words, line)
+		}
+	}
+	return strings.Join(words, " "), true
+}
+
+func typeOf(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.MappingNode:
+		return "object"
+	}
+	switch v.Tag {
+	case "!!int":
+		return "int"
+	case "!!bool":
+		return "bool"
+	case "!!float":
+		return "number"
+	}
+	return "string"
+}
+
+func defaultOf(v *yaml.Node) string {
+	var x any
+	if err := v.Decode(&x); err != nil {
+		return v.Value
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return v.Value
+	}
+	return string(b)
+}
+
+const header = `# Napwake Helm chart
+
+Napwake pauses idle Deployments and StatefulSets by scaling them to zero, and
+wakes them when a request arrives, through a TCP proxy called the doorman.
+
+` + "```" + `bash
+helm install napwake charts/napwake --namespace napwake-system --create-namespace
+` + "```" + `
+
+Each component has its own image (` + "`operator.image`, `doorman.image`, `forwarder.image`" + `), so
+each upgrades on its own: ` + "`--reuse-values --set doorman.image.tag=...`" + ` replaces only the
+doorman's pods. A digest wins over a tag. The CRD is in ` + "`crds/`" + `: Helm installs it
+but neither upgrades nor deletes it.
+
+The same install, without Helm: ` + "`deploy/install.yaml`" + ` or the Kustomize base
+` + "`deploy/kustomize`" + `.
+
+<!-- Generated by hack/chart/readme from the comments in values.yaml: edit those, then run hack/chart/render.sh. -->
+
+## Values
+
+| Key | Type | Default | Description |
+| --- | --- | --- | --- |
+`
+
+// Render returns the README for a values.yaml.
+func Render(values []byte) ([]byte, error) {
+	vals, err := Values(values)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, v := range vals {
+		def := ""
+		if v.Default != "" {
+			def = "`" + v.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Key, v.Type, cell(def), cell(v.Description))
+	}
+	return b.Bytes(), nil
+}
+
+// cell escapes what would break a Markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
