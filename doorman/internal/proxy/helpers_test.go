@@ -1,0 +1,285 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/addr"
+)
+
+// wait polls cond every 5 ms until it holds or 5 s pass.
+func wait(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a bound, not waiting for an event
+	}
+}
+
+// recorder records what the proxy asks of Kubernetes.
+type recorder struct {
+	mu         sync.Mutex
+	wakes      []string // "service from"
+	turnedAway int
+	notServed  []string
+	wakeErr    error
+}
+
+func (r *recorder) Wake(_ context.Context, w Workload, service string, from netip.Addr) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.wakeErr != nil {
+		return r.wakeErr
+	}
+	r.wakes = append(r.wakes, w.Key()+" "+service+" "+from.String())
+	return nil
+}
+
+func (r *recorder) TurnedAway(Workload) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.turnedAway++
+}
+
+func (r *recorder) NotServed(_ Workload, service string, waited time.Duration, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notServed = append(r.notServed, service+": "+why)
+}
+
+func (r *recorder) counts() (wakes, turned, notServed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.wakes), r.turnedAway, len(r.notServed)
+}
+
+// backend is a test pod: it records what each connection sends and can
+// answer.
+type backend struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	got   []*bytes.Buffer
+	conns []net.Conn
+	greet []byte
+	echo  bool
+}
+
+func newBackend(t testing.TB) *backend { return newBackendOn(t, 0) }
+
+// newBackendOn starts a backend on a loopback port; 0 picks one.
+func newBackendOn(t testing.TB, port int) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{ln: ln}
+	t.Cleanup(func() { _ = ln.Close() })
+	go b.serve(t)
+	return b
+}
+
+// set makes later connections greet first and/or echo.
+func (b *backend) set(greet []byte, echo bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.greet, b.echo = greet, echo
+}
+
+func (b *backend) serve(t testing.TB) {
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		buf := &bytes.Buffer{}
+		b.mu.Lock()
+		b.got = append(b.got, buf)
+		b.conns = append(b.conns, c)
+		greet, echo := b.greet, b.echo
+		b.mu.Unlock()
+		go func() {
+			defer c.Close()
+			if len(greet) > 0 {
+				_, _ = c.Write(greet)
+			}
+			p := make([]byte, 32<<10)
+			for {
+				n, err := c.Read(p)
+				b.mu.Lock()
+				buf.Write(p[:n])
+				b.mu.Unlock()
+				if echo && n > 0 {
+					_, _ = c.Write(p[:n])
+				}
+				if err != nil {
+					if err == io.EOF && echo {
+						_, _ = c.Write([]byte("bye"))
+						_ = c.(*net.TCPConn).CloseWrite()
+					}
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (b *backend) ap() netip.AddrPort { return netip.MustParseAddrPort(b.ln.Addr().String()) }
+
+func (b *backend) accepted() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.got)
+}
+
+func (b *backend) received(i int) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i >= len(b.got) {
+		return nil
+	}
+	return bytes.Clone(b.got[i].Bytes())
+}
+
+// harness is a server on one route, its table, recorder and metrics.
+type harness struct {
+	t     testing.TB
+	srv   *Server
+	table *Table
+	rec   *recorder
+	m     *metrics.Metrics
+	route Route
+	port  int
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func testConfig() Config {
+	l := DefaultLimits()
+	return Config{
+		ListenAddress: "127.0.0.1",
+		Rules:         addr.Rules{AllowLoopback: true},
+		Limits:        l,
+		Silence:       150 * time.Millisecond,
+		DialRetry:     50 * time.Millisecond,
+		DialTimeout:   time.Second,
+		WakeRetry:     50 * time.Millisecond,
+	}
+}
+
+func testWorkload() Workload {
+	return Workload{Namespace: "preview-42", Name: "api", Page: true, MaxWait: 5 * time.Second, Phase: "Paused"}
+}
+
+func newHarness(t testing.TB, cfg Config, w Workload) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, table: NewTable(), rec: &recorder{}, m: metrics.New()}
+	h.srv = New(cfg, h.table, h.rec, h.m)
+	h.srv.Start(ctx)
+	h.port = freePort(t)
+	h.route = Route{DoormanPort: h.port, Service: "api", PortName: "http", Port: 80, Workload: w}
+	if failed := h.srv.SetRoutes([]Route{h.route}); len(failed) > 0 {
+		t.Fatalf("SetRoutes: %v", failed)
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+		defer scancel()
+		h.srv.Shutdown(sctx)
+		cancel()
+	})
+	return h
+}
+
+func (h *harness) dial() *net.TCPConn { return h.dialFrom("127.0.0.1") }
+
+func (h *harness) dialFrom(src string) *net.TCPConn {
+	h.t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port)))
+	if err != nil {
+		h.t.Fatalf("dialling the doorman: %v", err)
+	}
+	h.t.Cleanup(func() { _ = c.Close() })
+	return c.(*net.TCPConn)
+}
+
+func (h *harness) ready(b *backend) { h.table.SetEndpoints(h.route.Key(), []netip.AddrPort{b.ap()}) }
+
+func (h *harness) held() float64 { return testutil.ToFloat64(h.m.Held) }
+
+func (h *harness) wakes(result string) float64 {
+	return testutil.ToFloat64(h.m.Wakes.WithLabelValues(result))
+}
+
+func (h *harness) rejections(cap string) float64 {
+	return testutil.ToFloat64(h.m.Rejections.WithLabelValues(cap))
+}
+
+// readAll reads until EOF with a 5 s bound.
+func readAll(t testing.TB, c net.Conn) []byte {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading from the doorman: %v (got %q)", err, b)
+	}
+	return b
+}
+
+// closedAtOnce reports whether c is closed with nothing sent within 1 s.
+func closedAtOnce(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	n, err := c.Read(make([]byte, 1))
+	return n == 0 && err != nil && !isTimeout(err)
+}
+
+
+func netipAddrPort(t testing.TB, port int) []netip.AddrPort {
+	t.Helper()
+	return []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))}
+}
+
+
+func (r *recorder) lists() (wakes, notServed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.wakes...), append([]string(nil), r.notServed...)
+}
+
+func (r *recorder) firstNotServed() string {
+	_, ns := r.lists()
+	if len(ns) == 0 {
+		return ""
+	}
+	return ns[0]
+}
+
+func (r *recorder) firstWake() string {
+	w, _ := r.lists()
+	if len(w) == 0 {
+		return ""
+	}
+	return w[0]
+}

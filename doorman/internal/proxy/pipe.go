@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pipe copies both ways between the caller and the pod until both sides
+// are done, passing each half-close on. It closes both when either side
+// fails, when the connection carries nothing either way for IdleTimeout,
+// or when ctx ends.
+func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
+	var wg sync.WaitGroup
+	closeBoth := sync.OnceFunc(func() { _ = caller.Close(); _ = pod.Close() })
+	wg.Add(2)
+	go func() { defer wg.Done(); copyHalf(pod, caller, closeBoth) }()
+	go func() { defer wg.Done(); copyHalf(caller, pod, closeBoth) }()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	check := max(s.cfg.IdleTimeout/10, 10*time.Millisecond)
+	tick := time.NewTicker(check) // TCP_INFO counts real time
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			closeBoth()
+			return
+		case <-ctx.Done():
+			closeBoth()
+			<-done
+			return
+		case <-tick.C:
+			if idleFor(caller) >= s.cfg.IdleTimeout && idleFor(pod) >= s.cfg.IdleTimeout {
+				closeBoth()
+				<-done
+				return
+			}
+		}
+	}
+}
+
+// copyHalf copies src to dst; io.Copy between *net.TCPConn splices on
+// Linux. At src's end it half-closes dst; on an error it closes both.
+func copyHalf(dst, src *net.TCPConn, closeBoth func()) {
+	if _, err := io.Copy(dst, src); err != nil {
+		closeBoth()
+		return
+	}
+	if err := dst.CloseWrite(); err != nil {
+		closeBoth()
+	}
+}
+
+// idleFor returns how long the socket has carried no data either way,
+// from the kernel's TCP_INFO, so the splice path needs no byte counting.
+// When it cannot tell it returns 0: never idle.
+func idleFor(c *net.TCPConn) time.Duration {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+		return 0
+	}
+	ms := min(info.Last_data_recv, info.Last_data_sent)
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,0 +1,311 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/doorman/internal/page"
+)
+
+const chromeNav = "GET /pr/42 HTTP/1.1\r\nHost: pr-412.preview.example.dev\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0\r\nSec-Fetch-Mode: navigate\r\n\r\n"
+
+func TestAHeldRequestWakesAndIsPassedOnByteExact(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	b := newBackend(t)
+	b.set(nil, true)
+	c := h.dial()
+	req := "POST /api HTTP/1.1\r\nHost: api\r\nContent-Length: 5\r\n\r\nhello"
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+	if got := h.rec.firstWake(); got != "preview-42/api api 127.0.0.1" {
+		t.Fatalf("wake %q, want the workload, the Service and the caller", got)
+	}
+	if b.accepted() != 0 {
+		t.Fatal("the pod was dialled before it was Ready")
+	}
+	h.ready(b)
+	wait(t, "the replay", func() bool { return string(b.received(0)) == req })
+	_ = c.CloseWrite()
+	if got := string(readAll(t, c)); got != req+"bye" {
+		t.Fatalf("caller got %q, want the echo and the pod's answer after half-close", got)
+	}
+	wait(t, "the woken count", func() bool { return h.wakes(metrics.ResultWoken) == 1 })
+	if h.held() != 0 {
+		t.Fatalf("held gauge %v after passing", h.held())
+	}
+}
+
+func TestAConnectionWithAReadyPodGoesStraightThereWakingNothing(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	b := newBackend(t)
+	b.set([]byte("220 ready\r\n"), false)
+	h.ready(b)
+	c := h.dial()
+	got := make([]byte, 11)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "220 ready\r\n" {
+		t.Fatalf("got %q %v, want the pod's greeting at once", got, err)
+	}
+	if n, _, _ := h.rec.counts(); n != 0 {
+		t.Fatalf("%d wakes, want none", n)
+	}
+	wait(t, "the passed count", func() bool { return h.wakes(metrics.ResultPassed) == 1 })
+}
+
+func TestWhileItPausesAConnectionPassedOnCallsThePauseOff(t *testing.T) {
+	w := testWorkload()
+	w.Phase = "Pausing"
+	h := newHarness(t, testConfig(), w)
+	b := newBackend(t)
+	h.ready(b)
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	wait(t, "the pod", func() bool { return string(b.received(0)) == "x" })
+	wait(t, "the wake that calls the pause off", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+func TestSilenceForThreeSecondsIsTakenForServerSpeaksFirst(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	b := newBackend(t)
+	greet := []byte("J\x00\x00\x00\x0a8.0.36")
+	b.set(greet, false)
+	c := h.dial()
+	wait(t, "the wake after silence", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+	h.ready(b)
+	got := make([]byte, len(greet))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, greet) {
+		t.Fatalf("got %q %v, want the server's greeting", got, err)
+	}
+	if len(b.received(0)) != 0 {
+		t.Fatalf("the pod got %q, want nothing", b.received(0))
+	}
+}
+
+func TestConnectAndCloseIsClosedAndWakesNothing(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	c := h.dial()
+	_ = c.Close()
+	wait(t, "the held connection to go", func() bool { return h.held() == 0 })
+	time.Sleep(3 * testConfig().Silence) // assert nothing happens after the silence deadline
+	if n, ta, _ := h.rec.counts(); n != 0 || ta != 0 {
+		t.Fatalf("wakes %d turned away %d, want none", n, ta)
+	}
+}
+
+func TestACallerThatLeavesIsNeverPassedOn(t *testing.T) {
+	for _, how := range []string{"close", "half-close", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHarness(t, testConfig(), testWorkload())
+			b := newBackend(t)
+			c := h.dial()
+			_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+			wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+			switch how {
+			case "close":
+				_ = c.Close()
+			case "half-close":
+				_ = c.CloseWrite()
+			case "reset":
+				_ = c.SetLinger(0)
+				_ = c.Close()
+			}
+			wait(t, "the held connection to go", func() bool { return h.held() == 0 })
+			h.ready(b)
+			time.Sleep(100 * time.Millisecond) // give a wrong pass the chance to happen
+			if b.accepted() != 0 {
+				t.Fatal("a caller that left was passed on")
+			}
+		})
+	}
+}
+
+// TestWhatWakesAWorkload is the "What wakes a workload, and what doesn't"
+// table, over a real socket, with the exact answer bytes.
+func TestWhatWakesAWorkload(t *testing.T) {
+	cases := []struct {
+		name       string
+		req        string
+		answer     []byte // nil: held
+		wakes      bool
+		turnedAway int
+	}{
+		{"a known probe gets 503 and wakes nothing", "GET /healthz HTTP/1.1\r\nUser-Agent: kube-probe/1.30\r\n\r\n", page.Probe(false), false, 0},
+		{"HEAD from a known monitor gets 503 without a body", "HEAD / HTTP/1.1\r\nUser-Agent: Uptime-Kuma/1.23\r\n\r\n", page.Probe(true), false, 0},
+		{"GoogleHC gets 200 and wakes nothing", "GET / HTTP/1.1\r\nUser-Agent: GoogleHC/1.0\r\n\r\n", page.GoogleHC(false), false, 0},
+		{"a user-added prefix gets 503", "GET / HTTP/1.1\r\nUser-Agent: MyCorpMonitor/3.1\r\n\r\n", page.Probe(false), false, 0},
+		{"a hidden file gets 404, counted as turned away", "GET /.git/config HTTP/1.1\r\nUser-Agent: curl/8\r\n\r\n", page.NotFound(false), false, 1},
+		{"a POST from a known agent is held and wakes", "POST /api/v1/write HTTP/1.1\r\nUser-Agent: Prometheus/2.53\r\nContent-Length: 0\r\n\r\n", nil, true, 0},
+		{"a TLS handshake is held and wakes", "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03", nil, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.ExtraAgents = []string{"MyCorpMonitor/"}
+			h := newHarness(t, cfg, testWorkload())
+			c := h.dial()
+			_, _ = c.Write([]byte(tc.req))
+			if tc.answer != nil {
+				if got := readAll(t, c); !bytes.Equal(got, tc.answer) {
+					t.Fatalf("got %q, want %q", got, tc.answer)
+				}
+			} else {
+				wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+				if h.held() != 1 {
+					t.Fatalf("held gauge %v, want 1", h.held())
+				}
+			}
+			wakes, ta, _ := h.rec.counts()
+			if (wakes > 0) != tc.wakes || ta != tc.turnedAway {
+				t.Fatalf("wakes %d turned away %d, want wakes=%v turned away %d", wakes, ta, tc.wakes, tc.turnedAway)
+			}
+		})
+	}
+}
+
+func TestCheckersPassThroughOnceAPodIsReady(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	b := newBackend(t)
+	h.ready(b)
+	c := h.dial()
+	probe := "GET /healthz HTTP/1.1\r\nUser-Agent: kube-probe/1.30\r\n\r\n"
+	_, _ = c.Write([]byte(probe))
+	wait(t, "the probe at the pod", func() bool { return string(b.received(0)) == probe })
+}
+
+func TestABrowserGetsTheWakingUpPageAndWakes(t *testing.T) {
+	w := testWorkload()
+	w.Phase = "Paused"
+	h := newHarness(t, testConfig(), w)
+	c := h.dial()
+	_, _ = c.Write([]byte(chromeNav))
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(readAll(t, c))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "3" || resp.Header.Get("Cache-Control") != "no-store" ||
+		resp.Header.Get("X-Robots-Tag") != "noindex" || resp.Header.Get("Content-Security-Policy") != page.CSP {
+		t.Fatalf("got %d %v", resp.StatusCode, resp.Header)
+	}
+	if !strings.Contains(string(body), "pr-412.preview.example.dev/pr/42") || strings.Contains(string(body), "preview-42") {
+		t.Fatalf("page must show the address and name no namespace: %s", body)
+	}
+	wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+func TestWithPageOffABrowserIsHeld(t *testing.T) {
+	w := testWorkload()
+	w.Page = false
+	h := newHarness(t, testConfig(), w)
+	b := newBackend(t)
+	c := h.dial()
+	_, _ = c.Write([]byte(chromeNav))
+	wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+	h.ready(b)
+	wait(t, "the browser's request at the pod", func() bool { return string(b.received(0)) == chromeNav })
+}
+
+func TestAskModeTurnsAwayWithoutWaking(t *testing.T) {
+	w := testWorkload()
+	w.Ask = true
+	h := newHarness(t, testConfig(), w)
+	c := h.dial()
+	_, _ = c.Write([]byte("GET /api HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if got := readAll(t, c); !bytes.Equal(got, page.Asleep(false, false)) {
+		t.Fatalf("got %q", got)
+	}
+	c2 := h.dial()
+	_, _ = c2.Write([]byte("\x16\x03\x01\x00"))
+	if got := readAll(t, c2); len(got) != 0 {
+		t.Fatalf("TLS in Ask mode got %q, want nothing", got)
+	}
+	wait(t, "two turned away", func() bool { _, ta, _ := h.rec.counts(); return ta == 2 })
+	if n, _, _ := h.rec.counts(); n != 0 {
+		t.Fatalf("%d wakes in Ask mode", n)
+	}
+}
+
+func TestHeldPastMaxWaitIsClosedAndReported(t *testing.T) {
+	w := testWorkload()
+	w.MaxWait = 300 * time.Millisecond
+	h := newHarness(t, testConfig(), w)
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	if got := readAll(t, c); len(got) != 0 {
+		t.Fatalf("got %q, want no response", got)
+	}
+	_, _, ns := h.rec.counts()
+	if ns != 1 || !strings.Contains(h.rec.firstNotServed(), "api: no pod was Ready within maxWait") {
+		t.Fatalf("not served %q", h.rec.firstNotServed())
+	}
+	if h.wakes(metrics.ResultTimedOut) != 1 {
+		t.Fatal("timed_out not counted")
+	}
+}
+
+func TestAPodNotListeningYetIsRetriedEverySecondUntilMaxWait(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	port := freePort(t)
+	ap := netipAddrPort(t, port)
+	h.table.SetEndpoints(h.route.Key(), ap)
+	c := h.dial()
+	_, _ = c.Write([]byte("hello"))
+	wait(t, "a failed dial", func() bool { return h.wakes(metrics.ResultWoken) == 0 && h.held() == 1 })
+	time.Sleep(2 * testConfig().DialRetry) // let at least one attempt fail
+	b := newBackendOn(t, port)
+	wait(t, "the replay after retries", func() bool { return string(b.received(0)) == "hello" })
+}
+
+func TestUnreachablePodsUntilMaxWaitFail(t *testing.T) {
+	w := testWorkload()
+	w.MaxWait = 300 * time.Millisecond
+	h := newHarness(t, testConfig(), w)
+	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, freePort(t)))
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	readAll(t, c)
+	wait(t, "failed", func() bool { return h.wakes(metrics.ResultFailed) == 1 })
+	if !strings.Contains(h.rec.firstNotServed(), "could not be reached") {
+		t.Fatalf("why: %q", h.rec.firstNotServed())
+	}
+}
+
+func TestForbiddenEndpointsAreNeverDialled(t *testing.T) {
+	cfg := testConfig()
+	cfg.Rules.AllowLoopback = false
+	w := testWorkload()
+	w.MaxWait = 300 * time.Millisecond
+	h := newHarness(t, cfg, w)
+	b := newBackend(t)
+	h.ready(b) // loopback: refused by the production rules
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	readAll(t, c)
+	if b.accepted() != 0 {
+		t.Fatal("a loopback endpoint was dialled under production rules")
+	}
+}
+
+func TestErrorsFromWakeAreRetried(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	h.rec.mu.Lock()
+	h.rec.wakeErr = errors.New("apiserver down")
+	h.rec.mu.Unlock()
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	time.Sleep(3 * testConfig().WakeRetry) // several refused attempts
+	h.rec.mu.Lock()
+	h.rec.wakeErr = nil
+	h.rec.mu.Unlock()
+	wait(t, "the retried wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}

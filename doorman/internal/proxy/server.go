@@ -1,0 +1,310 @@
+// Package proxy is the doorman's data path: a listener per doorman port,
+// and for each connection the decision to pass it straight to a Ready pod,
+// answer it, or hold it, wake the workload and pass it on once a pod is
+// Ready, with the bytes already read replayed first, byte-exact.
+//
+// Kubernetes stays outside: the kube package feeds routes (SetRoutes) and
+// Ready endpoints (Table.SetEndpoints), and receives wakes and reports
+// through Hooks.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/addr"
+)
+
+// Hooks are what the doorman does in Kubernetes on behalf of a connection.
+type Hooks interface {
+	// Wake stamps last-request/last-request-from on the workload and emits
+	// WokenByRequest naming the Service.
+	Wake(ctx context.Context, w Workload, service string, from netip.Addr) error
+	// TurnedAway counts one request turned away in the current pause.
+	TurnedAway(w Workload)
+	// NotServed reports a held connection given up on: the wait and why.
+	NotServed(w Workload, service string, waited time.Duration, why string)
+}
+
+// Config is the proxy's configuration. Zero durations take the defaults
+// named on each field.
+type Config struct {
+	// ListenAddress is the address every doorman port listens on; "" is all.
+	ListenAddress string
+	// Rules are the dial rules; production leaves AllowLoopback false.
+	Rules addr.Rules
+	// ExtraAgents are doorman.healthCheckUserAgents.
+	ExtraAgents []string
+	// Limits are the caps; DefaultLimits() in production.
+	Limits Limits
+	// Silence after which a connection that sent nothing decides (3 s).
+	Silence time.Duration
+	// DialRetry between attempts at a pod not listening yet (1 s).
+	DialRetry time.Duration
+	// DialTimeout of one attempt (2 s).
+	DialTimeout time.Duration
+	// WakeRetry between wakes refused by a rate limit or failed (2 s).
+	WakeRetry time.Duration
+	// IdleTimeout of a passed-through connection carrying nothing (10 min).
+	IdleTimeout time.Duration
+	// Drain: passing connections of a removed route close after this (5 min).
+	Drain time.Duration
+	// Linger: a removed route's port keeps listening this long (30 s).
+	Linger time.Duration
+	// WriteTimeout of the doorman's own answers (5 s).
+	WriteTimeout time.Duration
+	// Clock drives the wake rate limits and reported times.
+	Clock clock.WithTickerAndDelayedExecution
+}
+
+func (c *Config) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Silence, 3*time.Second)
+	def(&c.DialRetry, time.Second)
+	def(&c.DialTimeout, 2*time.Second)
+	def(&c.WakeRetry, 2*time.Second)
+	def(&c.IdleTimeout, 10*time.Minute)
+	def(&c.Drain, 5*time.Minute)
+	def(&c.Linger, 30*time.Second)
+	def(&c.WriteTimeout, 5*time.Second)
+	if c.Limits == (Limits{}) {
+		c.Limits = DefaultLimits()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+}
+
+// Server serves every doorman port.
+type Server struct {
+	cfg     Config
+	table   *Table
+	hooks   Hooks
+	metrics *metrics.Metrics
+	log     logr.Logger
+
+	held    counter
+	passing counter
+	wakes   *wakeLimiter
+	bytes   *byteBudget
+
+	mu        sync.Mutex
+	ctx       context.Context
+	listeners map[int]*portListener
+	closing   bool
+	conns     map[*net.TCPConn]int // live connections (callers and pods) by doorman port
+	wg        sync.WaitGroup
+	freed     chan struct{} // closed and replaced when a passing place frees
+	lastWake  map[string]time.Time
+}
+
+type portListener struct {
+	ln      *net.TCPListener
+	route   Route
+	removed bool        // the route went; the port lingers
+	timer   clock.Timer // closes the port after Linger
+	drain   clock.Timer // closes its passing connections after Drain
+}
+
+// New returns a server. Call Start, then SetRoutes.
+func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
+	cfg.defaults()
+	return &Server{
+		cfg: cfg, table: table, hooks: hooks, metrics: m,
+		held:    counter{per: map[string]int{}},
+		passing: counter{per: map[string]int{}},
+		wakes:   newWakeLimiter(cfg.Limits, cfg.Clock),
+		bytes:   newByteBudget(cfg.Limits.TotalBytes),
+		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
+		freed: make(chan struct{}), lastWake: map[string]time.Time{},
+	}
+}
+
+// Start sets the context every connection runs under; cancelling it closes
+// everything at once (Shutdown is the graceful way).
+func (s *Server) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ctx = ctx
+	s.log = logr.FromContextOrDiscard(ctx).WithName("proxy")
+}
+
+// SetRoutes makes the server listen on exactly these routes' ports, plus
+// removed ones for Linger. It returns the ports it could not listen on.
+func (s *Server) SetRoutes(routes []Route) map[int]error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	failed := map[int]error{}
+	if s.closing {
+		return failed
+	}
+	want := map[int]Route{}
+	for _, r := range routes {
+		want[r.DoormanPort] = r
+	}
+	for port, pl := range s.listeners {
+		if r, ok := want[port]; ok {
+			pl.route = r
+			if pl.removed {
+				pl.removed = false
+				pl.timer.Stop()
+				pl.drain.Stop()
+			}
+			continue
+		}
+		if !pl.removed {
+			pl.removed = true
+			pl.timer = s.cfg.Clock.AfterFunc(s.cfg.Linger, func() { s.closePort(port, pl) })
+			pl.drain = s.cfg.Clock.AfterFunc(s.cfg.Drain, func() { s.drainPort(port, pl) })
+		}
+	}
+	for port, r := range want {
+		if _, ok := s.listeners[port]; ok {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.ListenAddress, strconv.Itoa(port)))
+		if err != nil {
+			failed[port] = fmt.Errorf("listening on doorman port %d: %w", port, err)
+			s.log.Error(err, "Cannot listen", "port", port)
+			continue
+		}
+		pl := &portListener{ln: ln.(*net.TCPListener), route: r}
+		s.listeners[port] = pl
+		s.wg.Add(1)
+		go s.accept(port, pl)
+	}
+	return failed
+}
+
+// Ports returns the ports listened on now, lingering ones included.
+func (s *Server) Ports() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, 0, len(s.listeners))
+	for p := range s.listeners {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (s *Server) closePort(port int, pl *portListener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listeners[port] == pl && pl.removed {
+		delete(s.listeners, port)
+		_ = pl.ln.Close()
+	}
+}
+
+func (s *Server) drainPort(port int, pl *portListener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.listeners[port]; ok && cur != pl {
+		return // the port serves a new route now
+	}
+	if !pl.removed {
+		return
+	}
+	for c, p := range s.conns {
+		if p == port {
+			_ = c.Close()
+		}
+	}
+}
+
+// route returns the port's current route and whether it was removed.
+func (s *Server) route(port int, pl *portListener) (Route, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return pl.route, pl.removed
+}
+
+func (s *Server) accept(port int, pl *portListener) {
+	defer s.wg.Done()
+	for {
+		c, err := pl.ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Error(err, "Accepting", "port", port)
+			select {
+			case <-time.After(50 * time.Millisecond): // EMFILE and the like: don't spin
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		if !s.track(c, port) {
+			_ = c.Close()
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			r, removed := s.route(port, pl)
+			s.handle(s.ctx, c, port, r, removed)
+		}()
+	}
+}
+
+func (s *Server) track(c *net.TCPConn, port int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return false
+	}
+	s.conns[c] = port
+	return true
+}
+
+func (s *Server) untrack(c *net.TCPConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	_ = c.Close()
+}
+
+// Shutdown stops accepting at once (the caller has already kept serving
+// for the 15 s the spec gives), then gives connections until ctx ends to
+// finish and closes what is left.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	s.closing = true
+	for _, pl := range s.listeners {
+		_ = pl.ln.Close()
+		if pl.timer != nil {
+			pl.timer.Stop()
+			pl.drain.Stop()
+		}
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	<-done
+}

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Workload is what the doorman knows of one ManagedWorkload.
+type Workload struct {
+	Namespace, Name string
+	// Ask: spec.wake.mode is Ask.
+	Ask bool
+	// Page: spec.wake.page.
+	Page bool
+	// MaxWait: spec.wake.maxWait.
+	MaxWait time.Duration
+	// Phase is status.phase: Running, Pausing, Paused or Resuming.
+	Phase string
+	// PausedAt is status.pause.startedAt; zero when never paused.
+	PausedAt time.Time
+	// ResumedAt is status.resumedAt; zero when unknown.
+	ResumedAt time.Time
+}
+
+// Key names the workload, "namespace/name"; the per-workload caps use it.
+func (w Workload) Key() string { return w.Namespace + "/" + w.Name }
+
+// Route is one doorman port and what it answers for.
+type Route struct {
+	DoormanPort int
+	Service     string
+	PortName    string
+	Port        int32
+	Workload    Workload
+}
+
+// ServiceKey names the Service port whose Ready pods a route passes to.
+type ServiceKey struct{ Namespace, Service, PortName string }
+
+// Key returns the Service port the route leads to.
+func (r Route) Key() ServiceKey {
+	return ServiceKey{Namespace: r.Workload.Namespace, Service: r.Service, PortName: r.PortName}
+}
+
+// Table holds the routes and every routed Service port's Ready endpoints.
+// The kube side writes it; connection handlers read it and wait on its
+// broadcast channels, closed and replaced on each change, so a held
+// connection moves the moment a pod is Ready, never by polling.
+type Table struct {
+	mu        sync.Mutex
+	endpoints map[ServiceKey][]netip.AddrPort
+	changed   map[ServiceKey]chan struct{}
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{endpoints: map[ServiceKey][]netip.AddrPort{}, changed: map[ServiceKey]chan struct{}{}}
+}
+
+// Endpoints returns the Ready endpoints of k and a channel closed on their
+// next change.
+func (t *Table) Endpoints(k ServiceKey) ([]netip.AddrPort, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch, ok := t.changed[k]
+	if !ok {
+		ch = make(chan struct{})
+		t.changed[k] = ch
+	}
+	return t.endpoints[k], ch
+}
+
+// SetEndpoints replaces the Ready endpoints of k and wakes its waiters.
+// The caller has already applied the dial rules.
+func (t *Table) SetEndpoints(k ServiceKey, eps []netip.AddrPort) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(eps) == 0 {
+		delete(t.endpoints, k)
+	} else {
+		t.endpoints[k] = eps
+	}
+	if ch, ok := t.changed[k]; ok {
+		close(ch)
+		delete(t.changed, k)
+	}
+}
