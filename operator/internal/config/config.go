@@ -1,0 +1,132 @@
+// Package config holds the operator's command-line configuration: one struct
+// with a default on every field, the flags that fill it (names fixed by the
+// lead's contracts), and Validate.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+)
+
+// Config is everything the operator is told at start.
+type Config struct {
+	// MetricsBindAddress serves Prometheus /metrics; "0" turns it off. Default ":8080".
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
+	HealthProbeBindAddress string
+	// LeaderElect makes only one replica act at a time. Default true.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the Lease. Default: $POD_NAMESPACE, else "napwake-system".
+	LeaderElectionNamespace string
+	// DefaultIdleAfter is the idle time before a pause when neither the
+	// ManagedWorkload nor an annotation says. Default 30m.
+	DefaultIdleAfter time.Duration
+	// DefaultWake is "request" or "ask", for labelled workloads whose
+	// annotations don't say. Default "request".
+	DefaultWake string
+	// DoormanService is namespace/name of the headless Service selecting the
+	// doorman pods; "" turns routing off. Default "napwake-system/napwake-doorman-pods".
+	DoormanService string
+	// PortsPerWorkload caps the doorman ports one workload takes. Default 32.
+	PortsPerWorkload int
+	// PortsPerNamespace caps the doorman ports one namespace takes. Default 256.
+	PortsPerNamespace int
+	// PrometheusURL is where spec.activity.prometheus queries go; "" turns them off.
+	PrometheusURL string
+	// NEGForwarder runs forwarders for Services behind GKE NEGs. Default false.
+	NEGForwarder bool
+	// ForwarderImage is the napwake-forwarder image the NEG forwarder runs.
+	ForwarderImage string
+	// SyncPeriod is how often every ManagedWorkload is looked at again even
+	// when nothing changed (idle clocks, usage signal). Default 1m.
+	SyncPeriod time.Duration
+}
+
+// Default returns the configuration with every default filled in; getenv
+// supplies POD_NAMESPACE (os.Getenv in main).
+func Default(getenv func(string) string) Config {
+	ns := getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "napwake-system"
+	}
+	return Config{
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		LeaderElect:             true,
+		LeaderElectionNamespace: ns,
+		DefaultIdleAfter:        30 * time.Minute,
+		DefaultWake:             napwakev1alpha1.WakeValueRequest,
+		DoormanService:          "napwake-system/napwake-doorman-pods",
+		PortsPerWorkload:        napwakev1alpha1.DefaultPortsPerWorkload,
+		PortsPerNamespace:       napwakev1alpha1.DefaultPortsPerNamespace,
+		SyncPeriod:              time.Minute,
+	}
+}
+
+// BindFlags registers every flag on fs, with c's current values as defaults.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, `address of the Prometheus /metrics endpoint; "0" turns it off`)
+	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress, "address of /healthz and /readyz")
+	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "elect a leader so only one replica acts")
+	fs.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", c.LeaderElectionNamespace, "namespace of the leader election Lease (default: $POD_NAMESPACE, else napwake-system)")
+	fs.DurationVar(&c.DefaultIdleAfter, "default-idle-after", c.DefaultIdleAfter, "idle time before a pause when nothing else says (1m..168h)")
+	fs.StringVar(&c.DefaultWake, "default-wake", c.DefaultWake, `wake setting of labelled workloads whose annotations don't say: "request" or "ask"`)
+	fs.StringVar(&c.DoormanService, "doorman-service", c.DoormanService, `namespace/name of the headless Service selecting the doorman pods; "" disables routing`)
+	fs.IntVar(&c.PortsPerWorkload, "ports-per-workload", c.PortsPerWorkload, "most doorman ports one workload takes")
+	fs.IntVar(&c.PortsPerNamespace, "ports-per-namespace", c.PortsPerNamespace, "most doorman ports one namespace takes")
+	fs.StringVar(&c.PrometheusURL, "prometheus-url", c.PrometheusURL, `Prometheus base URL for spec.activity.prometheus queries; "" turns them off`)
+	fs.BoolVar(&c.NEGForwarder, "neg-forwarder", c.NEGForwarder, "run NEG forwarders for Services behind GKE container-native load balancing")
+	fs.StringVar(&c.ForwarderImage, "forwarder-image", c.ForwarderImage, "napwake-forwarder image (needed with --neg-forwarder)")
+	fs.DurationVar(&c.SyncPeriod, "sync-period", c.SyncPeriod, "how often every ManagedWorkload is re-checked when nothing changed")
+}
+
+// MinIdleAfter and MaxIdleAfter bound idleAfter, as the CRD does.
+const (
+	MinIdleAfter = time.Minute
+	MaxIdleAfter = 168 * time.Hour
+)
+
+// Validate reports every flag value the operator cannot run with.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DefaultIdleAfter < MinIdleAfter || c.DefaultIdleAfter > MaxIdleAfter {
+		errs = append(errs, fmt.Errorf("--default-idle-after %s: want 1m to 168h", c.DefaultIdleAfter))
+	}
+	if c.DefaultWake != napwakev1alpha1.WakeValueRequest && c.DefaultWake != napwakev1alpha1.WakeValueAsk {
+		errs = append(errs, fmt.Errorf("--default-wake %q: want %q or %q", c.DefaultWake, napwakev1alpha1.WakeValueRequest, napwakev1alpha1.WakeValueAsk))
+	}
+	if c.DoormanService != "" {
+		if ns, name, ok := strings.Cut(c.DoormanService, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			errs = append(errs, fmt.Errorf("--doorman-service %q: want namespace/name, or \"\" to disable routing", c.DoormanService))
+		}
+	}
+	if c.PortsPerWorkload < 1 || c.PortsPerWorkload > napwakev1alpha1.DoormanPortMax-napwakev1alpha1.DoormanPortMin+1 {
+		errs = append(errs, fmt.Errorf("--ports-per-workload %d: want 1 to 10000", c.PortsPerWorkload))
+	}
+	if c.PortsPerNamespace < c.PortsPerWorkload || c.PortsPerNamespace > napwakev1alpha1.DoormanPortMax-napwakev1alpha1.DoormanPortMin+1 {
+		errs = append(errs, fmt.Errorf("--ports-per-namespace %d: want --ports-per-workload (%d) to 10000", c.PortsPerNamespace, c.PortsPerWorkload))
+	}
+	if c.NEGForwarder && c.ForwarderImage == "" {
+		errs = append(errs, errors.New("--neg-forwarder needs --forwarder-image"))
+	}
+	if c.LeaderElect && c.LeaderElectionNamespace == "" {
+		errs = append(errs, errors.New("--leader-election-namespace is empty"))
+	}
+	if c.SyncPeriod < time.Second {
+		errs = append(errs, fmt.Errorf("--sync-period %s: want at least 1s", c.SyncPeriod))
+	}
+	return errors.Join(errs...)
+}
+
+// DoormanServiceKey splits DoormanService into namespace and name; ok is
+// false when routing is off.
+func (c Config) DoormanServiceKey() (namespace, name string, ok bool) {
+	namespace, name, ok = strings.Cut(c.DoormanService, "/")
+	return namespace, name, ok && c.DoormanService != ""
+}
+

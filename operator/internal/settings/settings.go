@@ -1,0 +1,217 @@
+// Package settings turns the napwake.dev/* annotations of a labelled workload
+// and its namespace into a ManagedWorkloadSpec (design.md section 4). It is
+// pure: no client, no clock.
+//
+// Precedence: the workload's annotation, else its namespace's, else the
+// operator's defaults. An unreadable value never weakens safety: an
+// unreadable wake setting asks (whatever the namespace says, so a typo never
+// lets robots wake it); any other unreadable value is skipped, so the next
+// source (the namespace's value, then the default) applies. Each unreadable
+// value comes back as a Warning, for an InvalidSetting event.
+package settings
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+)
+
+// Defaults are the operator's own settings (flags, Helm defaults.*).
+type Defaults struct {
+	// IdleAfter is --default-idle-after.
+	IdleAfter time.Duration
+	// Wake is --default-wake: "request" or "ask".
+	Wake string
+}
+
+// Warning is one unreadable annotation.
+type Warning struct {
+	// Source is "workload" or "namespace".
+	Source string
+	// Annotation is the annotation's key.
+	Annotation string
+	// Value is what it said.
+	Value string
+	// Problem says why it is unreadable and what applies instead.
+	Problem string
+}
+
+// String renders the warning as an event message.
+func (w Warning) String() string {
+	return fmt.Sprintf("%s annotation %s=%q: %s", w.Source, w.Annotation, w.Value, w.Problem)
+}
+
+// Limits the CRD enforces; a value outside them is unreadable here rather
+// than refused by the API server later.
+const (
+	minIdleAfter  = time.Minute
+	maxIdleAfter  = 168 * time.Hour
+	maxMaxWait    = time.Hour
+	maxQueryLen   = 4096
+	maxDependents = 64
+)
+
+// Spec works out the spec of the ManagedWorkload for a workload of kind and
+// name from its own annotations and its namespace's. The result's TargetRef
+// is set; every other field is set explicitly, so comparing two results
+// tells whether anything changed.
+func Spec(kind napwakev1alpha1.TargetKind, name string, workload, namespace map[string]string, d Defaults) (napwakev1alpha1.ManagedWorkloadSpec, []Warning) {
+	p := parser{layers: []layer{{"workload", workload}, {"namespace", namespace}}}
+	spec := napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{Kind: kind, Name: name}}
+
+	spec.Wake.Mode = p.wake(d.Wake)
+	page := p.boolean(napwakev1alpha1.AnnotationWakePage, true)
+	spec.Wake.Page = &page
+	spec.Wake.MaxWait = &metav1.Duration{Duration: p.duration(napwakev1alpha1.AnnotationWakeMaxWait, 2*time.Minute, time.Nanosecond, maxMaxWait)}
+	spec.IdleAfter = &metav1.Duration{Duration: p.duration(napwakev1alpha1.AnnotationIdleAfter, d.IdleAfter, minIdleAfter, maxIdleAfter)}
+	if q := p.query(); q != "" {
+		spec.Activity = &napwakev1alpha1.ActivitySpec{Prometheus: &napwakev1alpha1.PrometheusActivity{Query: q}}
+	}
+	spec.Dependencies = p.dependencies()
+	autoResume := p.boolean(napwakev1alpha1.AnnotationAutoResume, false)
+	pauseEarly := p.boolean(napwakev1alpha1.AnnotationPauseEarly, false)
+	if autoResume || pauseEarly {
+		spec.Forecast = &napwakev1alpha1.ForecastSpec{AutoResume: autoResume, PauseEarly: pauseEarly, TimeZone: "UTC"}
+	}
+	return spec, p.warnings
+}
+
+type layer struct {
+	source string
+	values map[string]string
+}
+
+type parser struct {
+	layers   []layer
+	warnings []Warning
+}
+
+func (p *parser) warn(l layer, key, problem string) {
+	p.warnings = append(p.warnings, Warning{Source: l.source, Annotation: key, Value: l.values[key], Problem: problem})
+}
+
+// first calls read on each layer's value of key in turn and returns the first
+// it accepts; read returns a problem for a value it refuses.
+func (p *parser) first(key string, read func(string) string) bool {
+	for _, l := range p.layers {
+		v, ok := l.values[key]
+		if !ok {
+			continue
+		}
+		if problem := read(v); problem != "" {
+			p.warn(l, key, problem)
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+func (p *parser) wake(def string) napwakev1alpha1.WakeMode {
+	mode := napwakev1alpha1.WakeRequest
+	if def == napwakev1alpha1.WakeValueAsk {
+		mode = napwakev1alpha1.WakeAsk
+	}
+	for _, l := range p.layers {
+		v, ok := l.values[napwakev1alpha1.AnnotationWake]
+		if !ok {
+			continue
+		}
+		switch v {
+		case napwakev1alpha1.WakeValueRequest:
+			return napwakev1alpha1.WakeRequest
+		case napwakev1alpha1.WakeValueAsk:
+			return napwakev1alpha1.WakeAsk
+		}
+		p.warn(l, napwakev1alpha1.AnnotationWake, `want exactly "request" or "ask"; it asks`)
+		return napwakev1alpha1.WakeAsk
+	}
+	return mode
+}
+
+func (p *parser) boolean(key string, def bool) bool {
+	out := def
+	p.first(key, func(v string) string {
+		switch v {
+		case "true":
+			out = true
+		case "false":
+			out = false
+		default:
+			return `want "true" or "false"; ignored`
+		}
+		return ""
+	})
+	return out
+}
+
+func (p *parser) duration(key string, def, lo, hi time.Duration) time.Duration {
+	out := def
+	p.first(key, func(v string) string {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return "not a Go duration such as 30m; ignored"
+		}
+		if d < lo || d > hi {
+			return fmt.Sprintf("want %s to %s; ignored", lo, hi)
+		}
+		out = d
+		return ""
+	})
+	return out
+}
+
+func (p *parser) query() string {
+	var out string
+	p.first(napwakev1alpha1.AnnotationActivityQuery, func(v string) string {
+		v = strings.TrimSpace(v)
+		if v == "" || len(v) > maxQueryLen {
+			return fmt.Sprintf("want a PromQL query of 1 to %d bytes; ignored", maxQueryLen)
+		}
+		out = v
+		return ""
+	})
+	return out
+}
+
+// dependencies reads "postgres,cache" or "ns/name" entries. One bad entry
+// makes the whole value unreadable: half a list would wake half the
+// dependencies and look like it works.
+func (p *parser) dependencies() []napwakev1alpha1.DependencyRef {
+	var out []napwakev1alpha1.DependencyRef
+	p.first(napwakev1alpha1.AnnotationDependsOn, func(v string) string {
+		var refs []napwakev1alpha1.DependencyRef
+		seen := map[napwakev1alpha1.DependencyRef]bool{}
+		for _, entry := range strings.Split(v, ",") {
+			entry = strings.TrimSpace(entry)
+			if entry == "" {
+				continue
+			}
+			ref := napwakev1alpha1.DependencyRef{Name: entry}
+			if ns, name, ok := strings.Cut(entry, "/"); ok {
+				ref = napwakev1alpha1.DependencyRef{Namespace: ns, Name: name}
+				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+					return fmt.Sprintf("namespace %q: %s; ignored", ns, errs[0])
+				}
+			}
+			if errs := validation.IsDNS1123Label(ref.Name); len(errs) > 0 {
+				return fmt.Sprintf("name %q: %s; ignored", ref.Name, errs[0])
+			}
+			if !seen[ref] {
+				seen[ref] = true
+				refs = append(refs, ref)
+			}
+		}
+		if len(refs) > maxDependents {
+			return fmt.Sprintf("more than %d dependencies; ignored", maxDependents)
+		}
+		out = refs
+		return ""
+	})
+	return out
+}
