@@ -308,3 +308,18 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.mu.Unlock()
 	<-done
 }
+
+// Stop is the shutdown of wake-on-request.md "When a doorman pod stops":
+// notReady at once, full service for serve (15 s: the operator may be
+// restarting and only it moves routes), then no new connections and finish
+// (25 s) for those open to end, after which they are closed.
+func (s *Server) Stop(notReady func(), serve, finish time.Duration) {
+	notReady()
+	t := s.cfg.Clock.NewTimer(serve)
+	<-t.C()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ft := s.cfg.Clock.AfterFunc(finish, cancel)
+	defer ft.Stop()
+	s.Shutdown(ctx)
+}

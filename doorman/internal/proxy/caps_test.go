@@ -1,0 +1,222 @@
+package proxy
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestDefaultLimitsAreTheDocumentedOnes(t *testing.T) {
+	want := Limits{
+		Held: 2048, HeldPerWorkload: 256, HeldPerSource: 1024, HeldPerSourceWorkload: 128,
+		Passing: 1024, PassingPerSource: 512,
+		SourceBurst: 30, SourceEvery: 2 * time.Second, OverallBurst: 200, OverallPerSecond: 10,
+		FreeBytes: 8192, ConnBytes: 1 << 20, TotalBytes: 32 << 20,
+	}
+	if got := DefaultLimits(); got != want {
+		t.Fatalf("DefaultLimits() = %+v, want %+v", got, want)
+	}
+	cfg := Config{}
+	cfg.defaults()
+	if cfg.Silence != 3*time.Second || cfg.DialRetry != time.Second || cfg.WakeRetry != 2*time.Second ||
+		cfg.IdleTimeout != 10*time.Minute || cfg.Drain != 5*time.Minute || cfg.Linger != 30*time.Second || cfg.Limits != want {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+// addRoute adds a second workload's route to the harness' server.
+func (h *harness) addRoute(name string) Route {
+	w := h.route.Workload
+	w.Name = name
+	r := Route{DoormanPort: freePort(h.t), Service: name, PortName: "http", Port: 80, Workload: w}
+	if failed := h.srv.SetRoutes([]Route{h.route, r}); len(failed) > 0 {
+		h.t.Fatal(failed)
+	}
+	return r
+}
+
+func (h *harness) dialPort(port int, src string) *net.TCPConn {
+	old := h.port
+	h.port = port
+	defer func() { h.port = old }()
+	return h.dialFrom(src)
+}
+
+func TestHeldCapsCloseAtOnceOverTheCap(t *testing.T) {
+	const n = 3
+	cases := []struct {
+		name  string
+		set   func(*Limits)
+		cap   string
+		other func(h *harness, web Route) *net.TCPConn // not over the cap
+		over  func(h *harness, web Route) *net.TCPConn
+	}{
+		{"per doorman pod", func(l *Limits) { l.Held = n }, CapHeld, nil,
+			func(h *harness, web Route) *net.TCPConn { return h.dialPort(web.DoormanPort, "127.0.0.2") }},
+		{"per workload", func(l *Limits) { l.HeldPerWorkload = n }, CapHeldPerWorkload,
+			func(h *harness, web Route) *net.TCPConn { return h.dialPort(web.DoormanPort, "127.0.0.1") },
+			func(h *harness, web Route) *net.TCPConn { return h.dialFrom("127.0.0.2") }},
+		{"per source", func(l *Limits) { l.HeldPerSource = n }, CapHeldPerSource,
+			func(h *harness, web Route) *net.TCPConn { return h.dialFrom("127.0.0.2") },
+			func(h *harness, web Route) *net.TCPConn { return h.dialPort(web.DoormanPort, "127.0.0.1") }},
+		{"per source for one workload", func(l *Limits) { l.HeldPerSourceWorkload = n }, CapHeldPerSourceWorkload,
+			func(h *harness, web Route) *net.TCPConn { return h.dialPort(web.DoormanPort, "127.0.0.1") },
+			func(h *harness, web Route) *net.TCPConn { return h.dialFrom("127.0.0.1") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			tc.set(&cfg.Limits)
+			h := newHarness(t, cfg, testWorkload())
+			web := h.addRoute("web")
+			for i := 1; i <= n; i++ { // cap-1, then cap: held
+				c := h.dial()
+				_, _ = c.Write([]byte("x"))
+				wait(t, "held", func() bool { return h.held() == float64(i) })
+			}
+			if tc.other != nil {
+				c := tc.other(h, web)
+				_, _ = c.Write([]byte("x"))
+				wait(t, "another connection held beside the full cap", func() bool { return h.held() == n+1 })
+				if closedAtOnce(c) {
+					t.Fatal("a connection under its own caps was closed")
+				}
+			}
+			c := tc.over(h, web) // cap+1
+			if c != nil && !closedAtOnce(c) {
+				t.Fatal("the connection over the cap was not closed at once")
+			}
+			if got := h.rejections(tc.cap); got != 1 {
+				t.Fatalf("rejections{cap=%s} = %v, want 1", tc.cap, got)
+			}
+		})
+	}
+}
+
+func TestPassingCapsHoldUntilAPlaceFrees(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Limits)
+	}{
+		{"per doorman pod", func(l *Limits) { l.Passing = 2 }},
+		{"per source", func(l *Limits) { l.PassingPerSource = 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			tc.set(&cfg.Limits)
+			h := newHarness(t, cfg, testWorkload())
+			b := newBackend(t)
+			h.ready(b)
+			var first *net.TCPConn
+			for i := 1; i <= 2; i++ { // cap-1, cap: passed
+				c := h.dial()
+				if first == nil {
+					first = c
+				}
+				_, _ = c.Write([]byte("x"))
+				wait(t, "passed", func() bool { return b.accepted() == i })
+			}
+			c := h.dial() // cap+1: held
+			_, _ = c.Write([]byte("third"))
+			wait(t, "the third held", func() bool { return h.held() == 1 })
+			if b.accepted() != 2 {
+				t.Fatal("a connection over the passing cap was passed")
+			}
+			_ = first.Close()
+			wait(t, "the third passed once a place freed", func() bool { return string(b.received(2)) == "third" })
+		})
+	}
+}
+
+func TestPassingPerSourceLeavesOtherSourcesAlone(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.PassingPerSource = 1
+	h := newHarness(t, cfg, testWorkload())
+	b := newBackend(t)
+	h.ready(b)
+	_, _ = h.dialFrom("127.0.0.1").Write([]byte("a"))
+	wait(t, "first", func() bool { return b.accepted() == 1 })
+	_, _ = h.dialFrom("127.0.0.2").Write([]byte("b"))
+	wait(t, "other source passed", func() bool { return b.accepted() == 2 })
+}
+
+func TestWakeRateLimits(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
+	l := newWakeLimiter(DefaultLimits(), fc)
+	a := netip.MustParseAddr("10.0.0.1")
+	for i := 1; i <= 30; i++ { // burst of 30: 29 (cap-1) and 30 (cap) allowed
+		if ok, cap := l.allow(a); !ok {
+			t.Fatalf("wake %d from one source refused by %s, want the burst of 30 allowed", i, cap)
+		}
+	}
+	if ok, cap := l.allow(a); ok || cap != CapWakePerSource { // cap+1
+		t.Fatalf("wake 31 from one source: %v %q, want refused per source", ok, cap)
+	}
+	fc.Step(1900 * time.Millisecond)
+	if ok, _ := l.allow(a); ok {
+		t.Fatal("a wake within 2 s of the burst was allowed")
+	}
+	fc.Step(100 * time.Millisecond)
+	if ok, _ := l.allow(a); !ok {
+		t.Fatal("a wake 2 s after the burst was refused")
+	}
+
+	fc.Step(time.Minute) // refill everything
+	l = newWakeLimiter(DefaultLimits(), fc)
+	for i := 0; i < 200; i++ {
+		src := netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
+		if ok, cap := l.allow(src); !ok {
+			t.Fatalf("overall wake %d refused by %s, want a burst of 200", i+1, cap)
+		}
+	}
+	b := netip.MustParseAddr("10.2.0.1")
+	if ok, cap := l.allow(b); ok || cap != CapWakeOverall {
+		t.Fatalf("wake 201 overall: %v %q, want refused overall", ok, cap)
+	}
+	if got := l.sources[b].TokensAt(fc.Now()); got != 30 {
+		t.Fatalf("a wake refused overall used its source's allowance: %v tokens left, want 30", got)
+	}
+	fc.Step(100 * time.Millisecond) // 10 a second
+	if ok, _ := l.allow(b); !ok {
+		t.Fatal("a wake 100 ms later was refused overall")
+	}
+}
+
+func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.SourceBurst = 1
+	cfg.Limits.SourceEvery = time.Hour
+	cfg.WakeRetry = 2 * time.Second
+	fc := clocktesting.NewFakeClock(time.Now())
+	cfg.Clock = fc
+	w := testWorkload()
+	w.MaxWait = time.Minute
+	h := newHarness(t, cfg, w)
+	if ok, _ := h.srv.wakes.allow(netip.MustParseAddr("127.0.0.1")); !ok {
+		t.Fatal("setup: the only wake of the hour was refused")
+	}
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	wait(t, "the refused wake", func() bool { return h.rejections(CapWakePerSource) == 1 })
+	// Two timers: maxWait's and the wake retry's.
+	wait(t, "the retry timer", func() bool { return fc.Waiters() == 2 })
+	h.srv.wakes.mu.Lock()
+	h.srv.wakes.sources[netip.MustParseAddr("127.0.0.1")] = rate.NewLimiter(rate.Every(time.Hour), 1)
+	h.srv.wakes.mu.Unlock()
+	if n, _, _ := h.rec.counts(); n != 0 {
+		t.Fatal("woke before the retry")
+	}
+	fc.Step(1900 * time.Millisecond)
+	if n, _, _ := h.rec.counts(); n != 0 {
+		t.Fatal("retried before 2 s")
+	}
+	fc.Step(100 * time.Millisecond)
+	wait(t, "the retried wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+var _ clock.WithTickerAndDelayedExecution = (*clocktesting.FakeClock)(nil)

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func (s *Server) bytesFree() int {
+	s.bytes.mu.Lock()
+	defer s.bytes.mu.Unlock()
+	return s.bytes.free
+}
+
+func TestByteBudgetsApplyBackPressureAndLoseNothing(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.FreeBytes, cfg.Limits.ConnBytes, cfg.Limits.TotalBytes = 1024, 2048, 4096
+	h := newHarness(t, cfg, testWorkload())
+	b := newBackend(t)
+	body := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 10<<10) }
+	var conns []*net.TCPConn
+	for i := 0; i < 3; i++ {
+		c := h.dial()
+		conns = append(conns, c)
+		go func() { _, _ = c.Write(body(i)) }() // blocks once the doorman stops reading
+	}
+	// Two connections take their 2 KiB each past the free 1 KiB; the third
+	// reads only its free 1 KiB and waits for the shared budget.
+	wait(t, "the shared budget spent", func() bool { return h.srv.bytesFree() == 0 })
+	if h.held() != 3 {
+		t.Fatalf("held %v", h.held())
+	}
+	h.ready(b)
+	for i := range conns {
+		wait(t, "every byte at the pod", func() bool {
+			for j := 0; j < b.accepted(); j++ {
+				if bytes.Equal(b.received(j), body(i)) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	wait(t, "the budget given back", func() bool { return h.srv.bytesFree() == 4096 })
+}
+
+func TestAnIdlePassedConnectionIsClosedButPingsKeepItOpen(t *testing.T) {
+	cfg := testConfig()
+	cfg.IdleTimeout = 400 * time.Millisecond
+	h := newHarness(t, cfg, testWorkload())
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	pinger := h.dial()
+	idle := h.dial()
+	_, _ = idle.Write([]byte("x"))
+	start := time.Now()
+	var stop atomic.Bool
+	go func() {
+		p := make([]byte, 4)
+		for !stop.Load() {
+			if _, err := pinger.Write([]byte("ping")); err != nil {
+				return
+			}
+			_ = pinger.SetReadDeadline(time.Now().Add(time.Second))
+			if _, err := io.ReadFull(pinger, p); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // the ping interval
+		}
+	}()
+	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(idle)
+	if err != nil || string(got) != "x" {
+		t.Fatalf("idle connection: %q %v, want the echo then a close", got, err)
+	}
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Fatalf("closed after %v, before the idle timeout", d)
+	}
+	if _, err := pinger.Write([]byte("ping")); err != nil {
+		t.Fatalf("the pinging connection was closed: %v", err)
+	}
+	stop.Store(true)
+}
+
+func TestARemovedRouteLingersThenDrains(t *testing.T) {
+	cfg := testConfig()
+	cfg.Linger, cfg.Drain = 300*time.Millisecond, 700*time.Millisecond
+	h := newHarness(t, cfg, testWorkload())
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	long := h.dial()
+	_, _ = long.Write([]byte("a"))
+	wait(t, "passing", func() bool { return b.accepted() == 1 })
+	h.srv.SetRoutes(nil)
+	stray := h.dial() // within the linger: still served, to the Ready pod
+	_, _ = stray.Write([]byte("b"))
+	wait(t, "the stray connection passed", func() bool { return b.accepted() == 2 })
+	wait(t, "the port to close after the linger", func() bool {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port)))
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	})
+	if _, err := long.Write([]byte("still")); err != nil {
+		t.Fatalf("a passing connection was cut before the drain: %v", err)
+	}
+	_ = long.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(long); err != nil {
+		t.Fatalf("the drain did not close the passing connection: %v", err)
+	}
+}
+
+func TestARouteBackWithinTheLingerKeepsItsPort(t *testing.T) {
+	cfg := testConfig()
+	cfg.Linger = 100 * time.Millisecond
+	h := newHarness(t, cfg, testWorkload())
+	h.srv.SetRoutes(nil)
+	h.srv.SetRoutes([]Route{h.route})
+	time.Sleep(300 * time.Millisecond) // past the linger
+	c := h.dial()
+	_, _ = c.Write([]byte("x"))
+	wait(t, "held", func() bool { return h.held() == 1 })
+}
+
+func TestStopServesThenRefusesThenCloses(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	open := h.dial()
+	_, _ = open.Write([]byte("a"))
+	wait(t, "passing", func() bool { return b.accepted() == 1 })
+	var notReady atomic.Bool
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		h.srv.Stop(func() { notReady.Store(true) }, 300*time.Millisecond, 300*time.Millisecond)
+		close(done)
+	}()
+	wait(t, "not Ready at once", notReady.Load)
+	c := h.dial() // within the serve period: served
+	_, _ = c.Write([]byte("b"))
+	wait(t, "served while stopping", func() bool { return b.accepted() == 2 })
+	wait(t, "no new connections after the serve period", func() bool {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port)))
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	})
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatal("stopped accepting before the serve period ended")
+	}
+	if _, err := open.Write([]byte("c")); err != nil {
+		t.Fatalf("an open connection was cut before the finish period: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not return after the finish period")
+	}
+	_ = open.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(open); err != nil {
+		t.Fatalf("open connection not closed after the finish period: %v", err)
+	}
+	_ = context.Background()
+}
