@@ -1,0 +1,428 @@
+// Package decide is the operator's pause and wake logic, with no client and
+// no clock: given what is persisted and observed now, Next returns the one
+// step to take next. The reconciler takes that step, folds its result back in
+// and asks again, so every write is made from persisted state and a crash
+// between two writes leaves nothing the next step cannot finish.
+//
+// The cycle is Running → Pausing → Paused → Resuming → Running
+// (design.md section 5):
+//
+//   - Running: every activity signal moves lastActivity; pauseAt is
+//     lastActivity + idleAfter. At pauseAt, or on a pause-requested newer
+//     than the last pause and wake, status.pause is written with the target's
+//     replicas and the phase becomes Pausing. Nothing is scaled in that step.
+//   - Pausing: activity newer than the pause's start calls it off (Resuming).
+//     Otherwise the target is scaled to 0 (the reconciler routes first), and
+//     once it has no pod left the phase is Paused. A live replica count that
+//     is neither 0 nor the saved one means someone scaled it mid-pause: that
+//     count is saved first, so it is the one a wake restores.
+//   - Paused: last-request, last-activity or wake-requested newer than the
+//     pause's start, or the target scaled up by someone else (source
+//     "scaled"), begin a wake: resumedAt and the phase Resuming are written.
+//   - Resuming: the target is scaled to the saved replicas (at least 1),
+//     never down; once a pod is Ready, routes go and the phase is Running.
+//
+// Times are compared at whole seconds, as the API stores them.
+package decide
+
+import (
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+)
+
+// MaxClockSkew is how far in the future an annotation's time may be and still
+// count: writers' clocks differ a little, but a far-future time would keep a
+// workload awake for ever, so it is ignored.
+const MaxClockSkew = time.Minute
+
+// State is the part of ManagedWorkload status the pause/wake cycle owns.
+type State struct {
+	Phase              napwakev1alpha1.Phase
+	Pause              *napwakev1alpha1.PauseStatus
+	LastActivity       time.Time
+	LastActivitySource string
+	PauseAt            time.Time // zero unless Running
+	ResumedAt          time.Time
+}
+
+// Target is what was observed of the Deployment or StatefulSet.
+type Target struct {
+	// Found is false when it does not exist.
+	Found bool
+	// Replicas is spec.replicas, read live through the scale subresource.
+	Replicas int32
+	// StatusReplicas is status.replicas: pods the controller still counts.
+	StatusReplicas int32
+	// ReadyReplicas is status.readyReplicas.
+	ReadyReplicas int32
+	// PodsLeft is true while any pod matching the selector exists,
+	// terminating ones included. Only consulted once Replicas and
+	// StatusReplicas are 0.
+	PodsLeft bool
+}
+
+// Input is everything Next looks at.
+type Input struct {
+	// Now is the current time.
+	Now time.Time
+	// Created is the ManagedWorkload's creationTimestamp: a pause-requested
+	// older than it is left over from something else.
+	Created time.Time
+	// State is what is persisted.
+	State State
+	// IdleAfter is the effective idle time.
+	IdleAfter time.Duration
+	// Annotations are the acting annotations, from the ManagedWorkload and
+	// the target merged (the later time of each wins; see MergeAnnotations).
+	Annotations map[string]string
+	// Busy is true when the default usage signal says the pods are working.
+	Busy bool
+	// Target is the observed target.
+	Target Target
+}
+
+// Kind is what a Step does.
+type Kind int
+
+const (
+	// Wait: nothing to write now; come back after RequeueAfter.
+	Wait Kind = iota
+	// PatchStatus persists Step.State.
+	PatchStatus
+	// Scale sets the target's replicas to Step.Replicas through the scale
+	// subresource. A scale to 0 is preceded by routing.
+	Scale
+)
+
+// Step is one write.
+type Step struct {
+	Kind Kind
+	// State is the whole new State for PatchStatus.
+	State State
+	// Unroute asks for the doorman's routes to go before State is persisted.
+	Unroute bool
+	// Replicas for Scale.
+	Replicas int32
+	// Event to emit once the step succeeded; Reason is empty for none.
+	Event Event
+	// Paused is set when this step begins a pause, for metrics.
+	Paused napwakev1alpha1.PauseReason
+	// Woken names the wake source when this step begins a wake, for metrics.
+	Woken string
+	// PausedFor is how long the ended pause lasted, with Woken.
+	PausedFor time.Duration
+	// ResumeTook is wake → Ready, when this step makes it Running.
+	ResumeTook time.Duration
+	// RequeueAfter is when to look again if nothing else happens (Wait).
+	RequeueAfter time.Duration
+}
+
+// Event is a Kubernetes event about the ManagedWorkload.
+type Event struct {
+	Type    string // corev1.EventTypeNormal or Warning
+	Reason  string
+	Message string
+}
+
+// Requeue delays while waiting on the cluster rather than on time.
+const (
+	// PodsGoneRecheck: pods may go without the target's status changing.
+	PodsGoneRecheck = 5 * time.Second
+	// ReadyRecheck: the target's status changes when a pod is Ready, so
+	// this is only a safety net.
+	ReadyRecheck = 30 * time.Second
+)
+
+// signal is one activity signal that fired.
+type signal struct {
+	at     time.Time
+	source string
+}
+
+// Next returns the one step to take next. Callers handle a target that is
+// not found before asking (Next waits on one).
+func Next(in Input) Step {
+	now := in.Now.Truncate(time.Second)
+	st := in.State
+	if !in.Target.Found {
+		return Step{Kind: Wait}
+	}
+	latest := newestActivity(in, now)
+	switch st.Phase {
+	case "":
+		return first(in, now, latest)
+	case napwakev1alpha1.PhasePausing:
+		return pausing(in, now, latest)
+	case napwakev1alpha1.PhasePaused:
+		return paused(in, now, latest)
+	case napwakev1alpha1.PhaseResuming:
+		if s, ok := pauseRequested(in, now); ok {
+			return s
+		}
+		return resuming(in, now, latest)
+	default: // Running
+		if s, ok := pauseRequested(in, now); ok {
+			return s
+		}
+		return running(in, now, latest)
+	}
+}
+
+// WantReplicas is what a wake restores: the saved count, at least 1.
+func WantReplicas(p *napwakev1alpha1.PauseStatus) int32 {
+	if p == nil || p.Replicas < 1 {
+		return 1
+	}
+	return p.Replicas
+}
+
+// Restore says what a ManagedWorkload being deleted must scale its target to
+// first: needed is false unless a pause is under way or over and not yet undone.
+func Restore(st State, t Target) (replicas int32, needed bool) {
+	if !t.Found || st.Pause == nil || st.Phase == napwakev1alpha1.PhaseRunning || st.Phase == "" {
+		return 0, false
+	}
+	want := WantReplicas(st.Pause)
+	return want, t.Replicas < want
+}
+
+func first(in Input, now time.Time, latest signal) Step {
+	act := signal{at: now, source: napwakev1alpha1.SourceCreated}
+	if latest.at.After(act.at) {
+		act = latest
+	}
+	if in.Target.Replicas == 0 {
+		// Already at zero when first managed: take it as paused from now,
+		// saving its 0 replicas; a wake brings it to 1.
+		next := State{
+			Phase:              napwakev1alpha1.PhasePausing,
+			Pause:              &napwakev1alpha1.PauseStatus{Replicas: 0, Reason: napwakev1alpha1.PauseIdle},
+			LastActivity:       act.at,
+			LastActivitySource: act.source,
+		}
+		next.Pause.StartedAt.Time = now
+		return Step{Kind: PatchStatus, State: next, Paused: napwakev1alpha1.PauseIdle,
+			Event: normal(napwakev1alpha1.EventPausing, "Pausing (Idle): the target already has 0 replicas; a wake scales it to 1")}
+	}
+	next := State{Phase: napwakev1alpha1.PhaseRunning, LastActivity: act.at, LastActivitySource: act.source}
+	next.PauseAt = act.at.Add(in.IdleAfter)
+	return Step{Kind: PatchStatus, State: next}
+}
+
+func running(in Input, now time.Time, latest signal) Step {
+	next := in.State
+	next.Phase = napwakev1alpha1.PhaseRunning
+	if latest.at.After(next.LastActivity) || next.LastActivity.IsZero() {
+		next.LastActivity, next.LastActivitySource = latest.at, latest.source
+		if next.LastActivity.IsZero() {
+			next.LastActivity, next.LastActivitySource = now, napwakev1alpha1.SourceCreated
+		}
+	}
+	next.PauseAt = next.LastActivity.Add(in.IdleAfter)
+	if !now.Before(next.PauseAt) {
+		return startPause(in, next, now, napwakev1alpha1.PauseIdle)
+	}
+	if !next.Equal(in.State) {
+		return Step{Kind: PatchStatus, State: next}
+	}
+	return Step{Kind: Wait, RequeueAfter: next.PauseAt.Sub(now)}
+}
+
+func pauseRequested(in Input, now time.Time) (Step, bool) {
+	at, ok := parseTime(in.Annotations[napwakev1alpha1.AnnotationPauseRequested], now)
+	if !ok || !at.After(in.Created.Truncate(time.Second)) {
+		return Step{}, false
+	}
+	if in.State.Pause != nil && !at.After(in.State.Pause.StartedAt.Time) {
+		return Step{}, false
+	}
+	if !in.State.ResumedAt.IsZero() && !at.After(in.State.ResumedAt) {
+		return Step{}, false
+	}
+	next := in.State
+	return startPause(in, next, now, napwakev1alpha1.PauseRequested), true
+}
+
+func startPause(in Input, next State, now time.Time, reason napwakev1alpha1.PauseReason) Step {
+	next.Phase = napwakev1alpha1.PhasePausing
+	next.Pause = &napwakev1alpha1.PauseStatus{Replicas: in.Target.Replicas, Reason: reason}
+	next.Pause.StartedAt.Time = now
+	next.PauseAt = time.Time{}
+	return Step{Kind: PatchStatus, State: next, Paused: reason,
+		Event: normal(napwakev1alpha1.EventPausing, "Pausing ("+string(reason)+"): saving "+itoa(in.Target.Replicas)+" replicas, then scaling to 0")}
+}
+
+func pausing(in Input, now time.Time, latest signal) Step {
+	st := in.State
+	if st.Pause == nil { // cannot happen with this package's writes; start afresh
+		return startPause(in, st, now, napwakev1alpha1.PauseIdle)
+	}
+	if latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && latest.at.After(st.Pause.StartedAt.Time) {
+		s := startWake(in, now, latest)
+		s.Event = normal(napwakev1alpha1.EventPauseCalledOff, "Pause called off by "+latest.source+"; restoring "+itoa(WantReplicas(st.Pause))+" replicas")
+		return s
+	}
+	t := in.Target
+	if t.Replicas > 0 && t.Replicas != st.Pause.Replicas {
+		next := st
+		p := *st.Pause
+		p.Replicas = t.Replicas
+		next.Pause = &p
+		return Step{Kind: PatchStatus, State: next}
+	}
+	if t.Replicas > 0 {
+		return Step{Kind: Scale, Replicas: 0}
+	}
+	if t.StatusReplicas > 0 || t.PodsLeft {
+		return Step{Kind: Wait, RequeueAfter: PodsGoneRecheck}
+	}
+	next := st
+	next.Phase = napwakev1alpha1.PhasePaused
+	return Step{Kind: PatchStatus, State: next,
+		Event: normal(napwakev1alpha1.EventPaused, "Paused ("+string(st.Pause.Reason)+"): no pod left; a wake restores "+itoa(WantReplicas(st.Pause))+" replicas")}
+}
+
+func paused(in Input, now time.Time, latest signal) Step {
+	st := in.State
+	if st.Pause == nil {
+		return startPause(in, st, now, napwakev1alpha1.PauseIdle)
+	}
+	if latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && latest.at.After(st.Pause.StartedAt.Time) {
+		return startWake(in, now, latest)
+	}
+	if in.Target.Replicas > 0 {
+		return startWake(in, now, signal{at: now, source: napwakev1alpha1.SourceScaled})
+	}
+	return Step{Kind: Wait}
+}
+
+func startWake(in Input, now time.Time, why signal) Step {
+	next := in.State
+	next.Phase = napwakev1alpha1.PhaseResuming
+	next.ResumedAt = now
+	next.PauseAt = time.Time{}
+	if why.at.After(next.LastActivity) {
+		next.LastActivity, next.LastActivitySource = why.at, why.source
+	}
+	return Step{Kind: PatchStatus, State: next, Woken: why.source, PausedFor: now.Sub(in.State.Pause.StartedAt.Time),
+		Event: normal(napwakev1alpha1.EventWaking, "Waking, woken by "+why.source+": restoring "+itoa(WantReplicas(in.State.Pause))+" replicas")}
+}
+
+func resuming(in Input, now time.Time, latest signal) Step {
+	st := in.State
+	want := WantReplicas(st.Pause)
+	if in.Target.Replicas < want {
+		return Step{Kind: Scale, Replicas: want}
+	}
+	next := st
+	if latest.source != "" && latest.at.After(next.LastActivity) {
+		next.LastActivity, next.LastActivitySource = latest.at, latest.source
+	}
+	if in.Target.ReadyReplicas < 1 {
+		if !next.Equal(st) {
+			return Step{Kind: PatchStatus, State: next}
+		}
+		return Step{Kind: Wait, RequeueAfter: ReadyRecheck}
+	}
+	next.Phase = napwakev1alpha1.PhaseRunning
+	next.PauseAt = next.LastActivity.Add(in.IdleAfter)
+	if next.PauseAt.Before(now) {
+		// A wake counts as activity: never pause again the moment it is up.
+		next.PauseAt = now.Add(in.IdleAfter)
+		next.LastActivity = now
+	}
+	s := Step{Kind: PatchStatus, State: next, Unroute: true,
+		Event: normal(napwakev1alpha1.EventRunning, "Running: a pod is Ready")}
+	if !st.ResumedAt.IsZero() {
+		s.ResumeTook = now.Sub(st.ResumedAt)
+	}
+	return s
+}
+
+// newestActivity is the latest activity signal that fired, at or before
+// now+MaxClockSkew; source is empty when none did.
+func newestActivity(in Input, now time.Time) signal {
+	var out signal
+	for _, c := range []struct{ key, source string }{
+		{napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.SourceAnnotation},
+		{napwakev1alpha1.AnnotationWakeRequested, napwakev1alpha1.SourceWakeRequested},
+		{napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.SourceRequest},
+	} {
+		if at, ok := parseTime(in.Annotations[c.key], now); ok && at.After(out.at) {
+			out = signal{at: at, source: c.source}
+		}
+	}
+	if in.Busy && now.After(out.at) {
+		out = signal{at: now, source: napwakev1alpha1.SourceUsage}
+	}
+	return out
+}
+
+// parseTime reads an acting annotation's RFC 3339 time, truncated to the
+// second; ok is false when it is absent, unreadable, or more than
+// MaxClockSkew after now.
+func parseTime(v string, now time.Time) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	t = t.Truncate(time.Second)
+	if t.After(now.Add(MaxClockSkew)) {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// ParseTime is parseTime for the reconciler, to tell a user about an
+// unreadable acting annotation.
+func ParseTime(v string, now time.Time) (time.Time, bool) { return parseTime(v, now) }
+
+// MergeAnnotations returns the acting annotations of the ManagedWorkload and
+// its target together; where both carry a time, the later one wins.
+func MergeAnnotations(mw, target map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, key := range []string{
+		napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested,
+		napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.AnnotationPauseRequested,
+	} {
+		a, b := mw[key], target[key]
+		ta, okA := parseTime(a, farFuture)
+		tb, okB := parseTime(b, farFuture)
+		switch {
+		case okA && okB && tb.After(ta), !okA && okB:
+			out[key] = b
+		case a != "":
+			out[key] = a
+		}
+	}
+	return out
+}
+
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func normal(reason, msg string) Event {
+	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: msg}
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// Equal says whether two states would persist the same.
+func (s State) Equal(o State) bool {
+	return s.Phase == o.Phase && s.LastActivitySource == o.LastActivitySource &&
+		s.LastActivity.Equal(o.LastActivity) && s.PauseAt.Equal(o.PauseAt) && s.ResumedAt.Equal(o.ResumedAt) &&
+		pauseEqual(s.Pause, o.Pause)
+}
+
+func pauseEqual(a, b *napwakev1alpha1.PauseStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Replicas == b.Replicas && a.Reason == b.Reason && a.StartedAt.Equal(&b.StartedAt)
+}
