@@ -118,4 +118,3 @@ func TestBuild(t *testing.T) {
 		}
 	})
 }
-

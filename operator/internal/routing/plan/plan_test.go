@@ -46,7 +46,9 @@ func annotate(k, v string) svcOpt {
 		s.Annotations[k] = v
 	}
 }
-func families(fs ...corev1.IPFamily) svcOpt { return func(s *corev1.Service) { s.Spec.IPFamilies = fs } }
+func families(fs ...corev1.IPFamily) svcOpt {
+	return func(s *corev1.Service) { s.Spec.IPFamilies = fs }
+}
 
 func ingress(name string, class *string, backend string) networkingv1.Ingress {
 	ing := networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -108,8 +110,8 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{MessageNoReadinessProbe},
 		},
 		{
-			name: "a headless Service is left out and named",
-			in: Input{Services: []corev1.Service{svc("api"), svc("api-pods", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })}},
+			name:       "a headless Service is left out and named",
+			in:         Input{Services: []corev1.Service{svc("api"), svc("api-pods", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })}},
 			wantRoutes: []string{"api/http/80/IPv4"},
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 			wantInMsg: []string{"not routed: api-pods (headless"},
@@ -118,7 +120,10 @@ func TestDecide(t *testing.T) {
 			name: "selector-less and ExternalName Services are not the workload's and route nothing",
 			in: Input{Services: []corev1.Service{
 				svc("manual", func(s *corev1.Service) { s.Spec.Selector = nil }),
-				svc("ext", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName; s.Spec.ExternalName = "example.com" }),
+				svc("ext", func(s *corev1.Service) {
+					s.Spec.Type = corev1.ServiceTypeExternalName
+					s.Spec.ExternalName = "example.com"
+				}),
 			}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonNoServices,
 			wantInMsg: []string{"no Service is routed: ext (ExternalName)"},
@@ -133,8 +138,8 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{"dns (only TCP ports are routed, not udp UDP, sctp SCTP)"},
 		},
 		{
-			name: "a Service with only UDP ports gives NoServices",
-			in: Input{Services: []corev1.Service{svc("dns", ports(corev1.ServicePort{Port: 53, Protocol: corev1.ProtocolUDP}))}},
+			name:       "a Service with only UDP ports gives NoServices",
+			in:         Input{Services: []corev1.Service{svc("dns", ports(corev1.ServicePort{Port: 53, Protocol: corev1.ProtocolUDP}))}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonNoServices,
 			wantInMsg: []string{"dns (only TCP ports are routed, not 53 UDP)"},
 		},
@@ -146,8 +151,8 @@ func TestDecide(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 		},
 		{
-			name: "every port ignored gives NoServices",
-			in: Input{Services: []corev1.Service{svc("api", annotate(napwakev1alpha1.AnnotationDoormanIgnorePorts, "http"))}},
+			name:       "every port ignored gives NoServices",
+			in:         Input{Services: []corev1.Service{svc("api", annotate(napwakev1alpha1.AnnotationDoormanIgnorePorts, "http"))}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonNoServices,
 			wantInMsg: []string{"every port is in napwake.dev/doorman-ignore-ports"},
 		},
@@ -160,8 +165,8 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{`not a port name or number: "99999"`},
 		},
 		{
-			name: "a Service other pods serve is ServedByOtherPods when nothing is routed",
-			in: Input{Services: []corev1.Service{svc("api")}, ServedByOtherPods: map[string]bool{"api": true}},
+			name:       "a Service other pods serve is ServedByOtherPods when nothing is routed",
+			in:         Input{Services: []corev1.Service{svc("api")}, ServedByOtherPods: map[string]bool{"api": true}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonServedByOtherPods,
 			wantInMsg: []string{"api (another workload's Ready pods serve it)"},
 		},
@@ -182,20 +187,20 @@ func TestDecide(t *testing.T) {
 			wantInMsg: []string{"not routed: local (internalTrafficPolicy: Local)"},
 		},
 		{
-			name: "an IPv6-only Service with IPv4-only doorman pods is UnsupportedIPFamily",
-			in: Input{Services: []corev1.Service{svc("api", families(corev1.IPv6Protocol))}, DoormanFamilies: []napwakev1alpha1.IPFamily{v4}},
+			name:       "an IPv6-only Service with IPv4-only doorman pods is UnsupportedIPFamily",
+			in:         Input{Services: []corev1.Service{svc("api", families(corev1.IPv6Protocol))}, DoormanFamilies: []napwakev1alpha1.IPFamily{v4}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonUnsupportedIPFamily,
 			wantInMsg: []string{"IPv6, and no Ready doorman pod has an address in it"},
 		},
 		{
-			name: "a dual-stack Service with IPv6-only doorman pods is routed on IPv6",
-			in: Input{Services: []corev1.Service{svc("api", families(corev1.IPv4Protocol, corev1.IPv6Protocol))}, DoormanFamilies: []napwakev1alpha1.IPFamily{v6}},
+			name:       "a dual-stack Service with IPv6-only doorman pods is routed on IPv6",
+			in:         Input{Services: []corev1.Service{svc("api", families(corev1.IPv4Protocol, corev1.IPv6Protocol))}, DoormanFamilies: []napwakev1alpha1.IPFamily{v6}},
 			wantRoutes: []string{"api/http/80/IPv6"},
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 		},
 		{
-			name: "a Service a GKE Ingress uses while it has neg ingress true is UnsupportedLoadBalancer",
-			in: Input{Services: []corev1.Service{svc("api", negIngress)}, Ingresses: []networkingv1.Ingress{ingress("web", ptr.To("gce"), "api")}},
+			name:       "a Service a GKE Ingress uses while it has neg ingress true is UnsupportedLoadBalancer",
+			in:         Input{Services: []corev1.Service{svc("api", negIngress)}, Ingresses: []networkingv1.Ingress{ingress("web", ptr.To("gce"), "api")}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonUnsupportedLoadBalancer,
 			wantInMsg: []string{"api (in GKE NEGs: GKE Ingress web uses it)"},
 		},
@@ -214,54 +219,54 @@ func TestDecide(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 		},
 		{
-			name: "an Ingress with no class at all is GKE's",
-			in: Input{Services: []corev1.Service{svc("api", negIngress)}, Ingresses: []networkingv1.Ingress{ingress("default", nil, "api")}},
+			name:       "an Ingress with no class at all is GKE's",
+			in:         Input{Services: []corev1.Service{svc("api", negIngress)}, Ingresses: []networkingv1.Ingress{ingress("default", nil, "api")}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonUnsupportedLoadBalancer,
 		},
 		{
-			name: "standalone NEGs (exposed_ports) are UnsupportedLoadBalancer, named beside a routed Service",
-			in: Input{Services: []corev1.Service{svc("api"), svc("gw", annotate(napwakev1alpha1.AnnotationGKENEG, `{"exposed_ports":{"80":{}}}`))}},
+			name:       "standalone NEGs (exposed_ports) are UnsupportedLoadBalancer, named beside a routed Service",
+			in:         Input{Services: []corev1.Service{svc("api"), svc("gw", annotate(napwakev1alpha1.AnnotationGKENEG, `{"exposed_ports":{"80":{}}}`))}},
 			wantRoutes: []string{"api/http/80/IPv4"},
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 			wantInMsg: []string{"not routed: gw (in GKE NEGs: standalone NEGs"},
 		},
 		{
-			name: "neg-status from GKE's NEG controller is UnsupportedLoadBalancer",
-			in: Input{Services: []corev1.Service{svc("api", annotate(napwakev1alpha1.AnnotationGKENEGStatus, `{"network_endpoint_groups":{"80":"k8s1-x"}}`))}},
+			name:       "neg-status from GKE's NEG controller is UnsupportedLoadBalancer",
+			in:         Input{Services: []corev1.Service{svc("api", annotate(napwakev1alpha1.AnnotationGKENEGStatus, `{"network_endpoint_groups":{"80":"k8s1-x"}}`))}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonUnsupportedLoadBalancer,
 		},
 		{
-			name: "the most specific reason wins when Services are left out for several",
-			in: Input{Services: []corev1.Service{svc("a", families(corev1.IPv6Protocol)), svc("b")}, ServedByOtherPods: map[string]bool{"b": true}, DoormanFamilies: []napwakev1alpha1.IPFamily{v4}},
+			name:       "the most specific reason wins when Services are left out for several",
+			in:         Input{Services: []corev1.Service{svc("a", families(corev1.IPv6Protocol)), svc("b")}, ServedByOtherPods: map[string]bool{"b": true}, DoormanFamilies: []napwakev1alpha1.IPFamily{v4}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonServedByOtherPods,
 			wantInMsg: []string{"a (IPv6, and", "b (another workload's"},
 		},
 		{
-			name: "a headless Service with 0 ports is left out, not a panic",
-			in: Input{Services: []corev1.Service{svc("api", ports(), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })}},
+			name:       "a headless Service with 0 ports is left out, not a panic",
+			in:         Input{Services: []corev1.Service{svc("api", ports(), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonNoServices,
 		},
 		{
-			name: "a Service with 0 ports is left out and says so",
-			in: Input{Services: []corev1.Service{svc("api", ports())}},
+			name:       "a Service with 0 ports is left out and says so",
+			in:         Input{Services: []corev1.Service{svc("api", ports())}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonNoServices,
 			wantInMsg: []string{"api (no ports)"},
 		},
 		{
-			name: "duplicate port names leave the Service out with the name",
-			in: Input{Services: []corev1.Service{svc("api", ports(tcp("http", 80), tcp("http", 81)))}},
+			name:       "duplicate port names leave the Service out with the name",
+			in:         Input{Services: []corev1.Service{svc("api", ports(tcp("http", 80), tcp("http", 81)))}},
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonNoServices,
 			wantInMsg: []string{`api (duplicate port name "http")`},
 		},
 		{
-			name: "an unnamed single port is routed with an empty port name",
-			in: Input{Services: []corev1.Service{svc("api", ports(tcp("", 8080)))}},
+			name:       "an unnamed single port is routed with an empty port name",
+			in:         Input{Services: []corev1.Service{svc("api", ports(tcp("", 8080)))}},
 			wantRoutes: []string{"api//8080/IPv4"},
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 		},
 		{
-			name: "100 ports are all wanted; the cap is the allocator's business",
-			in: Input{Services: []corev1.Service{svc("api", ports(many...))}},
+			name:       "100 ports are all wanted; the cap is the allocator's business",
+			in:         Input{Services: []corev1.Service{svc("api", ports(many...))}},
 			wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted,
 		},
 	}
