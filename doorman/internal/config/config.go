@@ -1,0 +1,106 @@
+// Package config holds the doorman's flags (contracts.md "Doorman flags")
+// and the downward-API environment, with defaults and validation.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"napwake.dev/shared/logging"
+)
+
+// Config is everything the doorman is told at start.
+type Config struct {
+	// MetricsBindAddress serves Prometheus /metrics over plain HTTP (":8443").
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz (":8081").
+	HealthProbeBindAddress string
+	// HealthCheckUserAgents are extra probe prefixes (doorman.healthCheckUserAgents), comma-separated.
+	HealthCheckUserAgents string
+	// WakeKeySecret names the wake-key Secret in POD_NAMESPACE ("napwake-doorman-wake-key"); for Ask mode, later.
+	WakeKeySecret string
+	// ListenAddress is the address doorman ports listen on ("" = all).
+	ListenAddress string
+	// Version prints the version and exits.
+	Version bool
+	// Logging are --log-format and --log-level.
+	Logging logging.Options
+
+	// PodName, PodNamespace and PodIPs come from the downward API.
+	PodName, PodNamespace string
+	PodIPs                []netip.Addr
+}
+
+// BindFlags registers the doorman's flags on fs with their defaults.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", ":8443", "address serving Prometheus /metrics over plain HTTP")
+	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz")
+	fs.StringVar(&c.HealthCheckUserAgents, "health-check-user-agents", "", "comma-separated User-Agent prefixes of your own health checkers, answered 503 without waking")
+	fs.StringVar(&c.WakeKeySecret, "wake-key-secret", "napwake-doorman-wake-key", "name of the wake-key Secret in the doorman's namespace")
+	fs.StringVar(&c.ListenAddress, "listen-address", "", `address doorman ports listen on; "" is all`)
+	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
+	c.Logging.BindFlags(fs)
+}
+
+// LoadEnv reads POD_NAME, POD_NAMESPACE and POD_IPS (else POD_IP).
+func (c *Config) LoadEnv(getenv func(string) string) error {
+	c.PodName, c.PodNamespace = getenv("POD_NAME"), getenv("POD_NAMESPACE")
+	ips := getenv("POD_IPS")
+	if ips == "" {
+		ips = getenv("POD_IP")
+	}
+	c.PodIPs = nil
+	for _, s := range strings.Split(ips, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("reading POD_IPS %q: %w", ips, err)
+		}
+		c.PodIPs = append(c.PodIPs, a)
+	}
+	return nil
+}
+
+// Agents returns the extra User-Agent prefixes, trimmed, empties dropped.
+func (c *Config) Agents() []string {
+	var out []string
+	for _, s := range strings.Split(c.HealthCheckUserAgents, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Validate reports every flag value that cannot work.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, a := range map[string]string{"--metrics-bind-address": c.MetricsBindAddress, "--health-probe-bind-address": c.HealthProbeBindAddress} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port: %w", name, a, err))
+		}
+	}
+	if c.ListenAddress != "" {
+		if _, err := netip.ParseAddr(c.ListenAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--listen-address %q: want an IP address or empty: %w", c.ListenAddress, err))
+		}
+	}
+	for _, a := range c.Agents() {
+		if len(a) < 3 {
+			errs = append(errs, fmt.Errorf("--health-check-user-agents: prefix %q is too short: it would match nearly every caller", a))
+		}
+	}
+	if c.WakeKeySecret == "" {
+		errs = append(errs, errors.New("--wake-key-secret must not be empty"))
+	}
+	if err := c.Logging.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

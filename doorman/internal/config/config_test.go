@@ -1,0 +1,75 @@
+package config
+
+import (
+	"flag"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func parse(t *testing.T, args ...string) *Config {
+	t.Helper()
+	c := &Config{}
+	fs := flag.NewFlagSet("doorman", flag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestDefaultsAreTheContractsAndValid(t *testing.T) {
+	c := parse(t)
+	if c.MetricsBindAddress != ":8443" || c.HealthProbeBindAddress != ":8081" || c.WakeKeySecret != "napwake-doorman-wake-key" || c.ListenAddress != "" {
+		t.Fatalf("defaults %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUserAgentsAreSplitAndTrimmed(t *testing.T) {
+	c := parse(t, "--health-check-user-agents", " MyCorpMonitor/ , status-checker,,")
+	if got := c.Agents(); !slices.Equal(got, []string{"MyCorpMonitor/", "status-checker"}) {
+		t.Fatalf("agents %q", got)
+	}
+}
+
+func TestBadValuesAreRefusedClearly(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metrics-bind-address", "8443"}, "--metrics-bind-address"},
+		{[]string{"--listen-address", "localhost"}, "--listen-address"},
+		{[]string{"--health-check-user-agents", "M"}, "too short"},
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--wake-key-secret", ""}, "--wake-key-secret"},
+	} {
+		err := parse(t, tc.args...).Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestPodIPsFromTheDownwardAPI(t *testing.T) {
+	c := &Config{}
+	env := map[string]string{"POD_IPS": "10.0.0.7,fd00::7", "POD_IP": "10.9.9.9"}
+	if err := c.LoadEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.PodIPs) != 2 || c.PodIPs[1] != netip.MustParseAddr("fd00::7") {
+		t.Fatalf("POD_IPS: %v", c.PodIPs)
+	}
+	env = map[string]string{"POD_IP": "10.9.9.9"}
+	_ = c.LoadEnv(func(k string) string { return env[k] })
+	if len(c.PodIPs) != 1 || c.PodIPs[0] != netip.MustParseAddr("10.9.9.9") {
+		t.Fatalf("POD_IP fallback: %v", c.PodIPs)
+	}
+	env = map[string]string{"POD_IPS": "not-an-ip"}
+	if err := c.LoadEnv(func(k string) string { return env[k] }); err == nil {
+		t.Fatal("bad POD_IPS accepted")
+	}
+}

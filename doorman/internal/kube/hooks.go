@@ -1,0 +1,184 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
+
+	v1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/proxy"
+)
+
+// Hooks does in Kubernetes what the proxy asks: it implements proxy.Hooks.
+type Hooks struct {
+	client   client.Client
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	log      logr.Logger
+
+	mu         sync.Mutex
+	lastWarn   map[string]time.Time // RequestNotServed per workload
+	turnedAway map[turnedKey]int64  // not yet written
+}
+
+type turnedKey struct {
+	workload types.NamespacedName
+	pausedAt time.Time
+}
+
+var _ proxy.Hooks = (*Hooks)(nil)
+
+// NewHooks returns hooks writing through c and recorder.
+func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveClock, log logr.Logger) *Hooks {
+	return &Hooks{client: c, recorder: recorder, clock: clk, log: log,
+		lastWarn: map[string]time.Time{}, turnedAway: map[turnedKey]int64{}}
+}
+
+// Wake merge-patches last-request and last-request-from on the workload and
+// emits WokenByRequest naming the Service.
+func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.AnnotationLastRequest:     h.clock.Now().UTC().Format(time.RFC3339),
+		v1alpha1.AnnotationLastRequestFrom: from.String(),
+	}}})
+	if err != nil {
+		return fmt.Errorf("encoding the wake patch: %w", err)
+	}
+	mw := &v1alpha1.ManagedWorkload{}
+	mw.Namespace, mw.Name = w.Namespace, w.Name
+	if err := h.client.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patching ManagedWorkload %s: %w", w.Key(), err)
+	}
+	h.recorder.Eventf(mw, corev1.EventTypeNormal, v1alpha1.EventWokenByRequest, "Woken by a request to Service %s", service)
+	return nil
+}
+
+// notServedEvery is how often each doorman pod may warn per workload.
+const notServedEvery = time.Minute
+
+// NotServed emits a RequestNotServed warning naming the Service, the wait
+// and why, at most once a minute per workload from this pod.
+func (h *Hooks) NotServed(w proxy.Workload, service string, waited time.Duration, why string) {
+	h.mu.Lock()
+	now := h.clock.Now()
+	if last, ok := h.lastWarn[w.Key()]; ok && now.Sub(last) < notServedEvery {
+		h.mu.Unlock()
+		return
+	}
+	h.lastWarn[w.Key()] = now
+	h.mu.Unlock()
+	mw := &v1alpha1.ManagedWorkload{}
+	mw.Namespace, mw.Name = w.Namespace, w.Name
+	h.recorder.Eventf(mw, corev1.EventTypeWarning, v1alpha1.EventRequestNotServed,
+		"A request to Service %s was held %s and not served: %s", service, waited.Round(time.Second), why)
+}
+
+// TurnedAway counts one request turned away in the workload's current pause.
+func (h *Hooks) TurnedAway(w proxy.Workload) {
+	if w.PausedAt.IsZero() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.turnedAway[turnedKey{types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, w.PausedAt.UTC().Truncate(time.Second)}]++
+}
+
+// FlushTurnedAway adds this pod's counts to each workload's turned-away
+// annotation with a resourceVersion-guarded patch. Counts for an older
+// pause than the workload's current one are dropped; a conflict keeps the
+// count for the next flush.
+func (h *Hooks) FlushTurnedAway(ctx context.Context) {
+	h.mu.Lock()
+	pending := h.turnedAway
+	h.turnedAway = map[turnedKey]int64{}
+	h.mu.Unlock()
+	for k, n := range pending {
+		if err := h.addTurnedAway(ctx, k, n); err != nil {
+			h.log.V(1).Info("Turned-away count not written yet", "workload", k.workload, "error", err.Error())
+			h.mu.Lock()
+			h.turnedAway[k] += n
+			h.mu.Unlock()
+		}
+	}
+}
+
+func (h *Hooks) addTurnedAway(ctx context.Context, k turnedKey, n int64) error {
+	var mw v1alpha1.ManagedWorkload
+	if err := h.client.Get(ctx, k.workload, &mw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("getting ManagedWorkload %s: %w", k.workload, err)
+	}
+	if mw.Status.Pause == nil || !mw.Status.Pause.StartedAt.UTC().Truncate(time.Second).Equal(k.pausedAt) {
+		return nil // the count is for a pause that is over
+	}
+	total := n
+	if at, count, ok := ParseTurnedAway(mw.Annotations[v1alpha1.AnnotationTurnedAway]); ok && at.Equal(k.pausedAt) {
+		total += count
+	}
+	orig := mw.DeepCopy()
+	if mw.Annotations == nil {
+		mw.Annotations = map[string]string{}
+	}
+	mw.Annotations[v1alpha1.AnnotationTurnedAway] = FormatTurnedAway(k.pausedAt, total)
+	if err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching the turned-away count of %s: %w", k.workload, err)
+	}
+	return nil
+}
+
+// RunTurnedAway flushes every interval (about a minute) until ctx ends,
+// and once more at the end.
+func (h *Hooks) RunTurnedAway(ctx context.Context, c clock.Clock, every time.Duration) {
+	t := c.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			h.FlushTurnedAway(fctx)
+			cancel()
+			return
+		case <-t.C():
+			h.FlushTurnedAway(ctx)
+			t.Reset(every)
+		}
+	}
+}
+
+// FormatTurnedAway renders the annotation: "<pausedAt RFC3339>/<count>".
+func FormatTurnedAway(pausedAt time.Time, n int64) string {
+	return pausedAt.UTC().Format(time.RFC3339) + "/" + strconv.FormatInt(n, 10)
+}
+
+// ParseTurnedAway reads the annotation; ok is false for anything malformed.
+func ParseTurnedAway(s string) (pausedAt time.Time, n int64, ok bool) {
+	at, count, found := strings.Cut(s, "/")
+	if !found {
+		return time.Time{}, 0, false
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	c, err := strconv.ParseInt(count, 10, 64)
+	if err != nil || c < 0 {
+		return time.Time{}, 0, false
+	}
+	return t.UTC(), c, true
+}

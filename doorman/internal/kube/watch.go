@@ -1,0 +1,264 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/go-logr/logr"
+
+	v1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/shared/addr"
+)
+
+// RouteSink is where the watcher sends the routes; *proxy.Server is one.
+type RouteSink interface {
+	SetRoutes([]proxy.Route) map[int]error
+}
+
+var _ RouteSink = (*proxy.Server)(nil)
+
+// Watcher keeps the proxy's routes and Ready endpoints up to date from
+// informers. Every change marks its namespace dirty; one loop recomputes
+// the dirty namespaces' endpoints and, after a ManagedWorkload change, the
+// routes, so a held connection moves as soon as the watch shows a Ready pod.
+type Watcher struct {
+	cache cache.Cache
+	table *proxy.Table
+	sink  RouteSink
+	rules addr.Rules
+
+	mu         sync.Mutex
+	dirty      map[string]bool // namespaces
+	routesDirt bool
+	kick       chan struct{}
+	routes     []proxy.Route
+	known      map[proxy.ServiceKey][]netip.AddrPort
+}
+
+// NewCache returns the informer cache the doorman needs: ManagedWorkloads,
+// EndpointSlices the EndpointSlice controller manages, and Pods trimmed to
+// what the endpoint filter reads.
+func NewCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {
+	managed, err := labels.NewRequirement(v1alpha1.LabelEndpointSliceManagedBy, selection.Equals, []string{v1alpha1.EndpointSliceControllerManager})
+	if err != nil {
+		return nil, fmt.Errorf("building the EndpointSlice selector: %w", err)
+	}
+	return cache.New(cfg, cache.Options{
+		Scheme: scheme,
+		ByObject: map[client.Object]cache.ByObject{
+			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed)},
+			&corev1.Pod{}:                {Transform: trimPod},
+		},
+	})
+}
+
+// trimPod keeps only a Pod's identity and addresses: a cluster's Pods are
+// many, and the doorman needs nothing else of them.
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+		Status: corev1.PodStatus{PodIPs: p.Status.PodIPs, PodIP: p.Status.PodIP},
+	}, nil
+}
+
+// NewWatcher returns a watcher feeding table and sink from c.
+func NewWatcher(c cache.Cache, table *proxy.Table, sink RouteSink, rules addr.Rules) *Watcher {
+	return &Watcher{cache: c, table: table, sink: sink, rules: rules,
+		dirty: map[string]bool{}, kick: make(chan struct{}, 1), known: map[proxy.ServiceKey][]netip.AddrPort{}}
+}
+
+// Run registers the event handlers, waits for the caches and keeps the
+// proxy up to date until ctx ends. The cache must be started separately.
+func (w *Watcher) Run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx).WithName("watch")
+	for _, obj := range []client.Object{&v1alpha1.ManagedWorkload{}, &discoveryv1.EndpointSlice{}, &corev1.Pod{}} {
+		inf, err := w.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("getting the %T informer: %w", obj, err)
+		}
+		_, isMW := obj.(*v1alpha1.ManagedWorkload)
+		if _, err := inf.AddEventHandler(w.handler(isMW)); err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+	}
+	if !w.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("waiting for the informer caches: %w", ctx.Err())
+	}
+	w.markRoutes()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.kick:
+		}
+		if err := w.sync(ctx); err != nil {
+			log.Error(err, "Syncing routes and endpoints")
+		}
+	}
+}
+
+func (w *Watcher) handler(isMW bool) toolscache.ResourceEventHandler {
+	mark := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o, ok := obj.(client.Object)
+		if !ok {
+			return
+		}
+		w.mu.Lock()
+		w.dirty[o.GetNamespace()] = true
+		if isMW {
+			w.routesDirt = true
+		}
+		w.mu.Unlock()
+		w.poke()
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { mark(obj) },
+		UpdateFunc: func(_, obj any) { mark(obj) },
+		DeleteFunc: mark,
+	}
+}
+
+func (w *Watcher) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Watcher) markRoutes() {
+	w.mu.Lock()
+	w.routesDirt = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *Watcher) sync(ctx context.Context) error {
+	w.mu.Lock()
+	dirty, routesDirt := w.dirty, w.routesDirt
+	w.dirty, w.routesDirt = map[string]bool{}, false
+	w.mu.Unlock()
+
+	if routesDirt {
+		var mws v1alpha1.ManagedWorkloadList
+		if err := w.cache.List(ctx, &mws); err != nil {
+			w.markRoutes()
+			return fmt.Errorf("listing ManagedWorkloads: %w", err)
+		}
+		routes := Routes(mws.Items)
+		w.mu.Lock()
+		w.routes = routes
+		w.mu.Unlock()
+		// Endpoints first, so a connection on a new port finds them.
+		for _, r := range routes {
+			dirty[r.Workload.Namespace] = true
+		}
+		defer w.sink.SetRoutes(routes)
+	}
+	w.mu.Lock()
+	routes := w.routes
+	w.mu.Unlock()
+	// Keys of routes gone stay watched: their ports linger and drain.
+	keys := make([]proxy.ServiceKey, 0, len(routes)+len(w.known))
+	for _, r := range routes {
+		keys = append(keys, r.Key())
+	}
+	for k := range w.known {
+		keys = append(keys, k)
+	}
+	seen := map[proxy.ServiceKey]bool{}
+	for _, k := range keys {
+		if seen[k] || !dirty[k.Namespace] {
+			continue
+		}
+		seen[k] = true
+		eps, err := w.endpoints(ctx, k)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(w.known[k], eps) {
+			w.known[k] = eps
+			w.table.SetEndpoints(k, eps)
+		}
+	}
+	return nil
+}
+
+func (w *Watcher) endpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.AddrPort, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := w.cache.List(ctx, &list, client.InNamespace(k.Namespace), client.MatchingLabels{v1alpha1.LabelServiceName: k.Service}); err != nil {
+		return nil, fmt.Errorf("listing EndpointSlices of %s/%s: %w", k.Namespace, k.Service, err)
+	}
+	slicesOf := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		slicesOf[i] = &list.Items[i]
+	}
+	pod := func(name string) *corev1.Pod {
+		var p corev1.Pod
+		if err := w.cache.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: name}, &p); err != nil {
+			return nil
+		}
+		return &p
+	}
+	return FilterEndpoints(slicesOf, pod, k.Namespace, k.Service, k.PortName, w.rules), nil
+}
+
+// Routes turns ManagedWorkloads' status.doorman.routes into the proxy's.
+func Routes(mws []v1alpha1.ManagedWorkload) []proxy.Route {
+	var out []proxy.Route
+	for i := range mws {
+		mw := &mws[i]
+		if mw.Status.Doorman == nil || mw.DeletionTimestamp != nil && len(mw.Status.Doorman.Routes) == 0 {
+			continue
+		}
+		w := WorkloadOf(mw)
+		for _, r := range mw.Status.Doorman.Routes {
+			out = append(out, proxy.Route{DoormanPort: int(r.DoormanPort), Service: r.Service, PortName: r.PortName, Port: r.Port, Workload: w})
+		}
+	}
+	return out
+}
+
+// WorkloadOf reads what the doorman needs of a ManagedWorkload.
+func WorkloadOf(mw *v1alpha1.ManagedWorkload) proxy.Workload {
+	w := proxy.Workload{
+		Namespace: mw.Namespace, Name: mw.Name,
+		Ask:   mw.Spec.Wake.Mode == v1alpha1.WakeAsk,
+		Page:  mw.Spec.Wake.Page == nil || *mw.Spec.Wake.Page,
+		Phase: string(mw.Status.Phase),
+	}
+	if mw.Spec.Wake.MaxWait != nil {
+		w.MaxWait = min(mw.Spec.Wake.MaxWait.Duration, time.Hour)
+	}
+	if mw.Status.Pause != nil {
+		w.PausedAt = mw.Status.Pause.StartedAt.Time
+	}
+	if mw.Status.ResumedAt != nil {
+		w.ResumedAt = mw.Status.ResumedAt.Time
+	}
+	return w
+}

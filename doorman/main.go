@@ -1,0 +1,196 @@
+// Command doorman is Napwake's TCP proxy for paused workloads: it holds the
+// first connection, wakes the workload, and passes the connection through
+// once a pod is Ready.
+//
+// Shutdown order (wake-on-request.md "When a doorman pod stops"):
+//  1. SIGTERM: /readyz fails at once, so the operator moves routes away.
+//  2. 15 s of full service: the operator may be restarting too.
+//  3. Listeners close; open connections get 25 s to finish, then close.
+//  4. The Kubernetes machinery (informers, turned-away flush) stops last,
+//     so held connections can still be passed on during step 3.
+//
+// The chart's terminationGracePeriodSeconds (40 s after a 5 s preStop
+// sleep) is longer than steps 2 and 3 together.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/go-logr/logr"
+
+	v1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/config"
+	"napwake.dev/doorman/internal/kube"
+	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/shared/addr"
+	"napwake.dev/shared/logging"
+	"napwake.dev/shared/signals"
+	"napwake.dev/shared/version"
+)
+
+// Shutdown periods, from wake-on-request.md.
+const (
+	serveWhileStopping  = 15 * time.Second
+	finishWhileStopping = 25 * time.Second
+	turnedAwayEvery     = time.Minute
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "doorman:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var cfg config.Config
+	fs := flag.NewFlagSet("doorman", flag.ContinueOnError)
+	cfg.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.Version {
+		fmt.Println(version.Get("doorman").String())
+		return nil
+	}
+	if err := cfg.LoadEnv(os.Getenv); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log, err := logging.New(os.Stderr, cfg.Logging)
+	if err != nil {
+		return err
+	}
+	log.Info("Starting", "version", version.Get("doorman").String(), "pod", cfg.PodName)
+
+	restCfg, err := ctrlconfig.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the Kubernetes client config: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building the scheme: %w", err)
+	}
+	cache, err := kube.NewCache(restCfg, scheme)
+	if err != nil {
+		return fmt.Errorf("creating the informer cache: %w", err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes clientset: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "napwake-doorman", Host: cfg.PodName})
+
+	m := metrics.New()
+	table := proxy.NewTable()
+	hooks := kube.NewHooks(c, recorder, clock.RealClock{}, log.WithName("hooks"))
+	srv := proxy.New(proxy.Config{
+		ListenAddress: cfg.ListenAddress,
+		Rules:         addr.Rules{Self: cfg.PodIPs},
+		ExtraAgents:   cfg.Agents(),
+		Limits:        proxy.DefaultLimits(),
+	}, table, hooks, m)
+	watcher := kube.NewWatcher(cache, table, srv, addr.Rules{Self: cfg.PodIPs})
+
+	// The data path and the Kubernetes machinery run under runCtx, which
+	// ends only after the shutdown sequence.
+	sigCtx := signals.Context(context.Background())
+	runCtx, cancelRun := context.WithCancel(logr.NewContext(context.Background(), log))
+	defer cancelRun()
+	srv.Start(runCtx)
+
+	var ready, stopping atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	goRun := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	goRun("informer cache", func() error { return cache.Start(runCtx) })
+	goRun("watcher", func() error {
+		go func() {
+			if cache.WaitForCacheSync(runCtx) {
+				ready.Store(true)
+			}
+		}()
+		return watcher.Run(runCtx)
+	})
+	goRun("turned-away", func() error { hooks.RunTurnedAway(runCtx, clock.RealClock{}, turnedAwayEvery); return nil })
+
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if stopping.Load() || !ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	servers := []*http.Server{
+		{Addr: cfg.HealthProbeBindAddress, Handler: health, ReadHeaderTimeout: 5 * time.Second},
+		{Addr: cfg.MetricsBindAddress, Handler: metricsMux(m), ReadHeaderTimeout: 5 * time.Second},
+	}
+	for _, s := range servers {
+		goRun("serving "+s.Addr, s.ListenAndServe)
+	}
+
+	var runErr error
+	select {
+	case <-sigCtx.Done():
+		log.Info("Stopping: not Ready, serving for 15 s, then 25 s to finish")
+	case runErr = <-errs:
+		log.Error(runErr, "Stopping")
+	}
+	srv.Stop(func() { stopping.Store(true) }, serveWhileStopping, finishWhileStopping)
+	cancelRun()
+	for _, s := range servers {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.Shutdown(sctx)
+		cancel()
+	}
+	wg.Wait()
+	log.Info("Stopped")
+	return runErr
+}
+
+func metricsMux(m *metrics.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	return mux
+}
