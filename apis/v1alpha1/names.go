@@ -36,6 +36,23 @@ const (
 	ManagedByOperator = "napwake-operator"
 )
 
+// Labels on the pods of Napwake's own components, set by the chart. The
+// chart's NetworkPolicies and `kubectl napwake version` select by them.
+const (
+	// LabelControlPlane says which component a pod runs.
+	LabelControlPlane = "control-plane"
+	// ControlPlaneOperator is the operator's LabelControlPlane value.
+	ControlPlaneOperator = "controller-manager"
+	// ControlPlaneDoorman is the doorman's LabelControlPlane value.
+	ControlPlaneDoorman = "doorman"
+	// LabelAppName is the recommended app name label; AppName on Napwake's pods.
+	LabelAppName = "app.kubernetes.io/name"
+	// AppName is Napwake's LabelAppName value.
+	AppName = "napwake"
+	// LabelAppVersion carries the component's version on its pods.
+	LabelAppVersion = "app.kubernetes.io/version"
+)
+
 // Settings annotations on a workload or its namespace (design.md section 4).
 const (
 	AnnotationWake          = "napwake.dev/wake"           // "request" | "ask"

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"napwake.dev/apis/v1alpha1"
+)
+
+// action is wake or pause: the annotation that asks for it and the phase
+// that means it is done.
+type action struct {
+	verb       string
+	annotation string
+	want       v1alpha1.Phase
+	short      string
+}
+
+var (
+	wakeAction = action{
+		verb: "wake", annotation: v1alpha1.AnnotationWakeRequested, want: v1alpha1.PhaseRunning,
+		short: "Wake a paused workload now, whatever its wake mode says",
+	}
+	pauseAction = action{
+		verb: "pause", annotation: v1alpha1.AnnotationPauseRequested, want: v1alpha1.PhasePaused,
+		short: "Pause a workload now, without waiting for it to go idle",
+	}
+)
+
+// defaultWaitTimeout is how long --wait follows the phase unless told: long
+// enough for a slow image pull, short enough for a CI job.
+const defaultWaitTimeout = 5 * time.Minute
+
+func newActCommand(o *Options, a action) *cobra.Command {
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   a.verb + " NAME",
+		Short: a.short,
+		Long: fmt.Sprintf(`%s.
+
+Sets the annotation %s on the ManagedWorkload to the current time (RFC 3339,
+UTC); the operator acts on it. With --wait, follows the phase until it is %s
+or --timeout passes, and says how long it took.`, a.short, a.annotation, a.want),
+		Args: exactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return userErrorf("--timeout must be more than 0s, got %s", timeout)
+			}
+			return o.runAct(cmd.Context(), args[0], a, wait, timeout)
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, fmt.Sprintf("Wait until the workload is %s.", a.want))
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultWaitTimeout, "How long --wait waits before giving up (non-zero exit).")
+	return cmd
+}
+
+func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, timeout time.Duration) error {
+	s, mw, err := o.getWorkload(ctx, name)
+	if err != nil {
+		return err
+	}
+	now := o.Clock.Now().UTC().Format(time.RFC3339)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{a.annotation: now}}})
+	if err != nil {
+		return fmt.Errorf("encoding the patch: %w", err)
+	}
+	if err := s.c.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return s.explain(ctx, err, "setting "+a.annotation+" on ManagedWorkload "+name, name)
+	}
+	ref := mw.Namespace + "/" + mw.Name
+	fmt.Fprintf(o.IO.Out, "%s: %s requested (%s=%s); it is %s now\n", ref, a.verb, a.annotation, now, phaseOrUnknown(mw.Status.Phase))
+	if !wait {
+		return nil
+	}
+	return o.waitForPhase(ctx, s, mw, a.want, timeout)
+}
+
+func phaseOrUnknown(p v1alpha1.Phase) string {
+	if p == "" {
+		return "not yet seen by the operator"
+	}
+	return string(p)
+}
+
+// waitForPhase follows mw's phase through a watch until it is want, or
+// timeout passes. It shows a live line on a terminal, and a line per phase
+// change elsewhere, then how long it took.
+func (o *Options) waitForPhase(ctx context.Context, s *session, mw *v1alpha1.ManagedWorkload, want v1alpha1.Phase, timeout time.Duration) error {
+	ref := mw.Namespace + "/" + mw.Name
+	start := o.Clock.Now()
+	if mw.Status.Phase == want {
+		fmt.Fprintf(o.IO.Out, "%s is already %s\n", ref, want)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	live := &liveLine{w: o.IO.Out, terminal: o.IsTerminal(o.IO.Out), ref: ref, want: want}
+	ticker := o.Clock.NewTicker(time.Second) // refreshes the elapsed time on the live line
+	defer ticker.Stop()
+
+	phase, rv := mw.Status.Phase, mw.ResourceVersion
+	live.show(phase, 0)
+	for phase != want {
+		w, err := s.c.Watch(ctx, &v1alpha1.ManagedWorkloadList{},
+			client.InNamespace(mw.Namespace), client.MatchingFields{"metadata.name": mw.Name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return s.explain(ctx, err, "watching ManagedWorkload "+mw.Name, mw.Name)
+		}
+		phase, rv, err = o.follow(ctx, s, w, ticker.C(), live, mw, phase, rv, start)
+		w.Stop()
+		if err != nil {
+			live.end()
+			return err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	live.end()
+	took := roundElapsed(o.Clock.Since(start))
+	if phase != want {
+		return userErrorf("%s is still %s after %s (--timeout %s): see why with `kubectl napwake describe %s -n %s`",
+			ref, phaseOrUnknown(phase), took, timeout, mw.Name, mw.Namespace)
+	}
+	fmt.Fprintf(o.IO.Out, "%s is %s after %s\n", ref, want, took)
+	return nil
+}
+
+// follow reads one watch until the phase is want, the watch ends (the
+// caller watches again from rv), or ctx is done.
+func (o *Options) follow(ctx context.Context, s *session, w watch.Interface, tick <-chan time.Time, live *liveLine,
+	mw *v1alpha1.ManagedWorkload, phase v1alpha1.Phase, rv string, start time.Time) (v1alpha1.Phase, string, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return phase, rv, nil
+		case <-tick:
+			live.show(phase, o.Clock.Since(start))
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return phase, rv, nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				if apierrors.FromObject(ev.Object).(apierrors.APIStatus).Status().Code == http.StatusGone {
+					// Our resourceVersion is too old: read afresh, watch from there.
+					fresh := &v1alpha1.ManagedWorkload{}
+					if err := s.c.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil {
+						return phase, rv, s.explain(ctx, err, "getting ManagedWorkload "+mw.Name, mw.Name)
+					}
+					return fresh.Status.Phase, fresh.ResourceVersion, nil
+				}
+				return phase, rv, userErrorf("watching ManagedWorkload %s: %v", mw.Name, apierrors.FromObject(ev.Object))
+			case watch.Deleted:
+				return phase, rv, userErrorf("ManagedWorkload %s/%s was deleted while waiting", mw.Namespace, mw.Name)
+			case watch.Bookmark:
+				if m, ok := ev.Object.(metav1.Object); ok {
+					rv = m.GetResourceVersion()
+				}
+			case watch.Added, watch.Modified:
+				cur, ok := ev.Object.(*v1alpha1.ManagedWorkload)
+				if !ok {
+					return phase, rv, errors.New("watching ManagedWorkloads: unexpected object in the watch")
+				}
+				rv = cur.ResourceVersion
+				if cur.Status.Phase != phase {
+					phase = cur.Status.Phase
+					live.show(phase, o.Clock.Since(start))
+				}
+				if phase == live.want {
+					return phase, rv, nil
+				}
+			}
+		}
+	}
+}
+
+// liveLine is the --wait progress: one line rewritten in place on a
+// terminal; elsewhere (logs, CI) one line per phase change.
+type liveLine struct {
+	w        io.Writer
+	terminal bool
+	ref      string
+	want     v1alpha1.Phase
+	last     v1alpha1.Phase
+	shown    bool
+}
+
+func (l *liveLine) show(phase v1alpha1.Phase, elapsed time.Duration) {
+	if l.terminal {
+		fmt.Fprintf(l.w, "\r\x1b[Kwaiting for %s to be %s: %s, %s", l.ref, l.want, phaseOrUnknown(phase), roundElapsed(elapsed))
+		l.shown = true
+		return
+	}
+	if l.shown && phase == l.last {
+		return
+	}
+	l.last, l.shown = phase, true
+	fmt.Fprintf(l.w, "waiting for %s to be %s: %s, %s\n", l.ref, l.want, phaseOrUnknown(phase), roundElapsed(elapsed))
+}
+
+// end clears the live line so the result prints on a clean line.
+func (l *liveLine) end() {
+	if l.terminal && l.shown {
+		fmt.Fprint(l.w, "\r\x1b[K")
+	}
+}
+
+// roundElapsed rounds to what a person reads: seconds, or tenths under 10s.
+func roundElapsed(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}

@@ -1,0 +1,467 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"napwake.dev/apis/v1alpha1"
+	"napwake.dev/kubectl-napwake/internal/render"
+	"napwake.dev/shared/testenv"
+)
+
+// statusFleet creates a paused, a running and a pausing workload in ns, and
+// an InvalidSetting event on the running one's Deployment.
+func statusFleet(t *testing.T, ns string) []*v1alpha1.ManagedWorkload {
+	api := createWorkload(t, &v1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: v1alpha1.ManagedWorkloadSpec{
+			Dependencies: []v1alpha1.DependencyRef{{Name: "postgres"}},
+			Forecast:     &v1alpha1.ForecastSpec{AutoResume: true, TimeZone: "UTC"},
+		},
+		Status: v1alpha1.ManagedWorkloadStatus{
+			Phase:              v1alpha1.PhasePaused,
+			Pause:              &v1alpha1.PauseStatus{StartedAt: at(-2 * time.Hour), Replicas: 3, Reason: v1alpha1.PauseIdle},
+			LastActivity:       atp(-150 * time.Minute),
+			LastActivitySource: v1alpha1.SourceRequest,
+			ResumedAt:          atp(-5 * time.Hour),
+			TurnedAway:         &v1alpha1.TurnedAwayStatus{PausedAt: at(-2 * time.Hour), Requests: 312},
+			Doorman: &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{
+				{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017, IPFamilies: []v1alpha1.IPFamily{"IPv4"}},
+			}},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonDoormanRouted, Message: "Service api routed", LastTransitionTime: at(-2 * time.Hour)}},
+		},
+	})
+	web := createWorkload(t, &v1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       v1alpha1.ManagedWorkloadSpec{TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: "web-frontend"}},
+		Status: v1alpha1.ManagedWorkloadStatus{
+			Phase:              v1alpha1.PhaseRunning,
+			LastActivity:       atp(-12 * time.Minute),
+			LastActivitySource: v1alpha1.SourceWakeRequested,
+			PauseAt:            atp(18 * time.Minute),
+			ResumedAt:          atp(-45 * time.Minute),
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotPaused,
+				Message: v1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}},
+		},
+	})
+	db := createWorkload(t, &v1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "postgres"},
+		Spec:       v1alpha1.ManagedWorkloadSpec{TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindStatefulSet, Name: "postgres"}},
+		Status: v1alpha1.ManagedWorkloadStatus{
+			Phase:              v1alpha1.PhasePausing,
+			Pause:              &v1alpha1.PauseStatus{StartedAt: at(-20 * time.Second), Replicas: 1, Reason: v1alpha1.PauseRequested},
+			LastActivitySource: v1alpha1.SourceCreated,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNodeLocalTraffic,
+				Message: "Service postgres has internalTrafficPolicy: Local", LastTransitionTime: at(-20 * time.Second)}},
+		},
+	})
+	createEvent(t, ns, "Deployment", "web-frontend", v1alpha1.EventInvalidSetting, corev1.EventTypeWarning,
+		`napwake.dev/wake "yes" is neither request nor ask: asking`, at(-5*time.Minute))
+	createEvent(t, ns, "ManagedWorkload", "api", v1alpha1.EventPaused, corev1.EventTypeNormal, "Paused after 30m idle; 3 replicas kept", at(-2*time.Hour))
+	createEvent(t, ns, "ManagedWorkload", "api", v1alpha1.EventWaking, corev1.EventTypeNormal, "Woken by a request from 10.0.0.7", at(-5*time.Hour))
+	return []*v1alpha1.ManagedWorkload{api, web, db}
+}
+
+func mustSucceed(t *testing.T, r result) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("command failed: %v\nstderr: %s", r.err, r.errOut)
+	}
+}
+
+func TestStatusAndDescribeMatchGoldenTables(t *testing.T) {
+	ns := namespace(t, "golden")
+	statusFleet(t, ns)
+	for _, tc := range []struct{ golden string; args []string }{
+		{"status", []string{"status", "-n", ns}},
+		{"status-wide", []string{"status", "-n", ns, "-o", "wide"}},
+		{"describe-paused", []string{"describe", "api", "-n", ns}},
+		{"describe-running", []string{"describe", "web", "-n", ns}},
+		{"forecast-no-data", []string{"forecast", "api", "-n", ns}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			r := run(t, adminKubeconfig, nil, tc.args...)
+			mustSucceed(t, r)
+			golden(t, tc.golden, r.out)
+		})
+	}
+}
+
+func TestStatusAllNamespacesListsEveryNamespace(t *testing.T) {
+	a, b := namespace(t, "all-a"), namespace(t, "all-b")
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "one"}, Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseRunning}})
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "two"}, Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused,
+		Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: v1alpha1.PauseIdle}}})
+	r := run(t, adminKubeconfig, nil, "status", "-A")
+	mustSucceed(t, r)
+	if !strings.HasPrefix(r.out, "NAMESPACE ") {
+		t.Errorf("-A table does not start with a NAMESPACE column:\n%s", r.out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^all-a\s+one\s+Running\s`),
+		regexp.MustCompile(`(?m)^all-b\s+two\s+Paused\s+Deployment/two\s+2\s+60m\s`),
+	} {
+		if !want.MatchString(r.out) {
+			t.Errorf("status -A lacks a row matching %s:\n%s", want, r.out)
+		}
+	}
+	empty := namespace(t, "empty")
+	r = run(t, adminKubeconfig, nil, "status", "-n", empty)
+	mustSucceed(t, r)
+	if r.out != "No ManagedWorkloads found in namespace empty.\n" {
+		t.Errorf("empty namespace: got %q", r.out)
+	}
+}
+
+// TestOutputRoundTrips decodes -o json and -o yaml back into the API types
+// and compares them with what the API server holds.
+func TestOutputRoundTrips(t *testing.T) {
+	ns := namespace(t, "roundtrip")
+	created := statusFleet(t, ns)
+	decoders := map[string]func([]byte, any) error{"json": json.Unmarshal, "yaml": func(b []byte, v any) error { return yaml.Unmarshal(b, v) }}
+	for format, decode := range decoders {
+		t.Run("status -o "+format, func(t *testing.T) {
+			r := run(t, adminKubeconfig, nil, "status", "-n", ns, "-o", format)
+			mustSucceed(t, r)
+			var list v1alpha1.ManagedWorkloadList
+			if err := decode([]byte(r.out), &list); err != nil {
+				t.Fatalf("decoding: %v\n%s", err, r.out)
+			}
+			if list.Kind != "ManagedWorkloadList" || list.APIVersion != v1alpha1.GroupVersion.String() {
+				t.Errorf("list is %s %s, want ManagedWorkloadList %s", list.APIVersion, list.Kind, v1alpha1.GroupVersion)
+			}
+			if len(list.Items) != len(created) {
+				t.Fatalf("got %d items, want %d", len(list.Items), len(created))
+			}
+			byName := map[string]v1alpha1.ManagedWorkload{}
+			for _, mw := range list.Items {
+				byName[mw.Name] = mw
+			}
+			for _, want := range created {
+				got := byName[want.Name]
+				if !equality.Semantic.DeepEqual(got.Spec, want.Spec) || !equality.Semantic.DeepEqual(got.Status, want.Status) {
+					t.Errorf("%s did not round-trip:\ngot  %+v\nwant %+v", want.Name, got, want)
+				}
+			}
+		})
+		t.Run("describe -o "+format, func(t *testing.T) {
+			r := run(t, adminKubeconfig, nil, "describe", "api", "-n", ns, "-o", format)
+			mustSucceed(t, r)
+			var got v1alpha1.ManagedWorkload
+			if err := decode([]byte(r.out), &got); err != nil {
+				t.Fatalf("decoding: %v\n%s", err, r.out)
+			}
+			if got.Kind != "ManagedWorkload" || !equality.Semantic.DeepEqual(got.Status, created[0].Status) || !equality.Semantic.DeepEqual(got.Spec, created[0].Spec) {
+				t.Errorf("describe -o %s did not round-trip:\n%s", format, r.out)
+			}
+		})
+	}
+}
+
+func TestWakeAndPauseSetTheirAnnotations(t *testing.T) {
+	ns := namespace(t, "act")
+	for _, tc := range []struct {
+		args       []string
+		annotation string
+		said       string
+	}{
+		{[]string{"wake", "sleepy", "-n", ns}, v1alpha1.AnnotationWakeRequested, "act/sleepy: wake requested (napwake.dev/wake-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
+		{[]string{"pause", "sleepy", "-n", ns}, v1alpha1.AnnotationPauseRequested, "act/sleepy: pause requested (napwake.dev/pause-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			if tc.args[0] == "wake" {
+				// Ask: the CLI wakes whatever wake.mode says.
+				createWorkload(t, &v1alpha1.ManagedWorkload{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sleepy", Annotations: map[string]string{"keep": "me"}},
+					Spec:       v1alpha1.ManagedWorkloadSpec{Wake: v1alpha1.WakeSpec{Mode: v1alpha1.WakeAsk}},
+					Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused,
+						Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: v1alpha1.PauseIdle}},
+				})
+			}
+			r := run(t, adminKubeconfig, nil, tc.args...)
+			mustSucceed(t, r)
+			if r.out != tc.said {
+				t.Errorf("printed %q, want %q", r.out, tc.said)
+			}
+			var mw v1alpha1.ManagedWorkload
+			if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sleepy"}, &mw); err != nil {
+				t.Fatal(err)
+			}
+			if got := mw.Annotations[tc.annotation]; got != "2026-10-27T14:30:00Z" {
+				t.Errorf("%s = %q, want the current time 2026-10-27T14:30:00Z", tc.annotation, got)
+			}
+			if mw.Annotations["keep"] != "me" {
+				t.Errorf("other annotations were lost: %v", mw.Annotations)
+			}
+		})
+	}
+}
+
+// setPhase writes a phase as the operator would.
+func setPhase(t *testing.T, key client.ObjectKey, p v1alpha1.Phase) {
+	t.Helper()
+	var mw v1alpha1.ManagedWorkload
+	if err := admin.Get(context.Background(), key, &mw); err != nil {
+		t.Fatal(err)
+	}
+	mw.Status.Phase = p
+	if err := admin.Status().Update(context.Background(), &mw); err != nil {
+		t.Fatalf("setting phase %s: %v", p, err)
+	}
+}
+
+// waitFor polls cond every 20 ms for at most 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
+	ns := namespace(t, "wait")
+	key := client.ObjectKey{Namespace: ns, Name: "api"}
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused, Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: v1alpha1.PauseIdle}}})
+
+	var r result
+	var wg sync.WaitGroup
+	wg.Go(func() { r = run(t, adminKubeconfig, clock.RealClock{}, "wake", "api", "-n", ns, "--wait", "--timeout", "30s") })
+
+	// Play the operator: see the request, resume, then run.
+	waitFor(t, "the wake annotation", func() bool {
+		var mw v1alpha1.ManagedWorkload
+		return admin.Get(context.Background(), key, &mw) == nil && mw.Annotations[v1alpha1.AnnotationWakeRequested] != ""
+	})
+	setPhase(t, key, v1alpha1.PhaseResuming)
+	setPhase(t, key, v1alpha1.PhaseRunning)
+	wg.Wait()
+
+	mustSucceed(t, r)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^waiting for wait/api to be Running: Paused, 0s$`),
+		regexp.MustCompile(`(?m)^waiting for wait/api to be Running: Resuming, [0-9.]+m?s$`),
+		regexp.MustCompile(`(?m)^wait/api is Running after [0-9.]+m?s$`),
+	} {
+		if !want.MatchString(r.out) {
+			t.Errorf("output lacks %s:\n%s", want, r.out)
+		}
+	}
+}
+
+func TestPauseWaitGivesUpAtTheTimeout(t *testing.T) {
+	ns := namespace(t, "timeout")
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseRunning}})
+	start := time.Now()
+	r := run(t, adminKubeconfig, clock.RealClock{}, "pause", "api", "-n", ns, "--wait", "--timeout", "1s")
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("took %s to give up after a 1s timeout", took)
+	}
+	if r.err == nil {
+		t.Fatalf("no error after the timeout; printed:\n%s", r.out)
+	}
+	want := regexp.MustCompile(`^timeout/api is still Running after 1(\.\d)?s \(--timeout 1s\): see why with ` + "`kubectl napwake describe api -n timeout`$")
+	if !want.MatchString(r.err.Error()) {
+		t.Errorf("error %q does not match %s", r.err, want)
+	}
+	// An already-paused workload needs no waiting.
+	setPhase(t, client.ObjectKey{Namespace: ns, Name: "api"}, v1alpha1.PhasePaused)
+	r = run(t, adminKubeconfig, clock.RealClock{}, "pause", "api", "-n", ns, "--wait")
+	mustSucceed(t, r)
+	if !strings.HasSuffix(r.out, "timeout/api is already Paused\n") {
+		t.Errorf("got %q", r.out)
+	}
+}
+
+func TestForecastDrawsTheWeek(t *testing.T) {
+	ns := namespace(t, "forecast")
+	hours := make([]int32, 168)
+	for d := range 5 {
+		for h := 9; h < 18; h++ {
+			hours[d*24+h] = 250
+		}
+		hours[d*24+10] = 1000
+	}
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: v1alpha1.ManagedWorkloadSpec{Forecast: &v1alpha1.ForecastSpec{PauseEarly: true, TimeZone: "America/New_York"}},
+		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseRunning,
+			Forecast: &v1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 40, UpdatedAt: atp(-time.Hour)}}})
+	r := run(t, adminKubeconfig, nil, "forecast", "api", "-n", ns)
+	mustSucceed(t, r)
+	golden(t, "forecast-week", r.out)
+}
+
+func TestVersionReadsTheOperatorsPodLabel(t *testing.T) {
+	r := run(t, adminKubeconfig, nil, "version")
+	mustSucceed(t, r)
+	if !strings.Contains(r.out, "Operator: unknown (no operator pods labelled control-plane=controller-manager,app.kubernetes.io/name=napwake") {
+		t.Errorf("before the operator runs:\n%s", r.out)
+	}
+	ns := namespace(t, "napwake-system")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "napwake-controller-manager-0", Labels: map[string]string{
+			v1alpha1.LabelControlPlane: v1alpha1.ControlPlaneOperator, v1alpha1.LabelAppName: v1alpha1.AppName, v1alpha1.LabelAppVersion: "v0.3.1"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "napwake-operator:v0.3.1"}}},
+	}
+	if err := admin.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, adminKubeconfig, nil, "version")
+	mustSucceed(t, r)
+	if !regexp.MustCompile(`(?m)^Plugin:   kubectl-napwake dev \(go[^ ]+, [a-z0-9]+/[a-z0-9]+\)`).MatchString(r.out) ||
+		!strings.Contains(r.out, "\nOperator: v0.3.1 (namespace napwake-system)\n") {
+		t.Errorf("version printed:\n%s", r.out)
+	}
+	r = run(t, adminKubeconfig, nil, "version", "-o", "json")
+	mustSucceed(t, r)
+	var rep render.VersionReport
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatalf("decoding %q: %v", r.out, err)
+	}
+	if rep.Plugin.Component != Component || rep.Operator.Version != "v0.3.1" || rep.Operator.Namespace != "napwake-system" {
+		t.Errorf("version -o json = %+v", rep)
+	}
+	// Someone who may not list pods still gets the plugin's version.
+	r = run(t, aliceKubeconfig, nil, "version")
+	mustSucceed(t, r)
+	if !strings.Contains(r.out, "Operator: unknown (listing the operator's pods: not allowed: ") {
+		t.Errorf("as alice:\n%s", r.out)
+	}
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// kubeconfigFor writes a kubeconfig pointing at server, with no credentials.
+func kubeconfigFor(t *testing.T, server string) string {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server +
+		"\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBadInputIsOneClearLine runs each mistake a user can make against the
+// real API server: each must fail with one line naming what to do.
+func TestBadInputIsOneClearLine(t *testing.T) {
+	ns := namespace(t, "elsewhere")
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lonely"}})
+	addr := closedPort(t)
+	unreachable := kubeconfigFor(t, "https://"+addr)
+	for _, tc := range []struct {
+		name       string
+		kubeconfig string
+		args       []string
+		want       string
+	}{
+		{"an unknown workload", adminKubeconfig, []string{"describe", "nope", "-n", ns},
+			`ManagedWorkload "nope" not found in namespace "elsewhere": list the workloads with ` + "`kubectl napwake status -n elsewhere`, or in every namespace with -A"},
+		{"the wrong namespace", adminKubeconfig, []string{"wake", "lonely", "-n", "default"},
+			`ManagedWorkload "lonely" not found in namespace "default", but namespace "elsewhere" has one: add -n elsewhere`},
+		{"no permission to list", aliceKubeconfig, []string{"status", "-n", ns},
+			`listing ManagedWorkloads: not allowed: managedworkloads.napwake.dev is forbidden: User "alice" cannot list resource "managedworkloads" in API group "napwake.dev" in the namespace "elsewhere": ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context`},
+		{"no permission to get", aliceKubeconfig, []string{"pause", "lonely", "-n", ns},
+			`getting ManagedWorkload lonely: not allowed: managedworkloads.napwake.dev "lonely" is forbidden: User "alice" cannot get resource "managedworkloads" in API group "napwake.dev" in the namespace "elsewhere": ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context`},
+		{"an unreachable cluster", unreachable, []string{"status"},
+			"cannot reach the Kubernetes API server at https://" + addr + " (connection refused): check that the cluster is up and that --context/--kubeconfig point at it"},
+		{"no name", adminKubeconfig, []string{"wake"},
+			"kubectl napwake wake needs exactly one ManagedWorkload name, e.g. kubectl napwake wake api -n preview-42 (got 0 arguments)"},
+		{"an unknown output format", adminKubeconfig, []string{"status", "-n", ns, "-o", "xml"},
+			`unable to match a printer suitable for the output format "xml"`},
+		{"an unknown flag", adminKubeconfig, []string{"status", "--colour"},
+			"unknown flag: --colour: see kubectl napwake status --help"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.kubeconfig, nil, tc.args...)
+			assertOneLine(t, r, tc.want)
+		})
+	}
+}
+
+// assertOneLine checks that r failed with a one-line error starting with want
+// (the whole line, when want ends the sentence) and printed nothing else.
+func assertOneLine(t *testing.T, r result, want string) {
+	t.Helper()
+	if r.err == nil {
+		t.Fatalf("succeeded; printed:\n%s", r.out)
+	}
+	msg := r.err.Error()
+	if strings.Contains(msg, "\n") || strings.Contains(msg, "goroutine ") {
+		t.Errorf("error is not one line: %q", msg)
+	}
+	if !strings.HasPrefix(msg, want) {
+		t.Errorf("error\n  %q\ndoes not start with\n  %q", msg, want)
+	}
+	if r.out != "" || r.errOut != "" {
+		t.Errorf("printed besides the error: stdout %q, stderr %q", r.out, r.errOut)
+	}
+}
+
+func TestVersionAnswersWhenTheClusterIsUnreachable(t *testing.T) {
+	addr := closedPort(t)
+	r := run(t, kubeconfigFor(t, "https://"+addr), nil, "version")
+	mustSucceed(t, r)
+	if !strings.Contains(r.out, "Operator: unknown (cannot reach the Kubernetes API server at https://"+addr+" (connection refused)") {
+		t.Errorf("version printed:\n%s", r.out)
+	}
+}
+
+// TestCRDMissing runs the plugin against a second API server that has no
+// Napwake CRD installed.
+func TestCRDMissing(t *testing.T) {
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := &envtest.Environment{BinaryAssetsDirectory: assets}
+	api := bare.ControlPlane.GetAPIServer()
+	api.Configure().Set("advertise-address", "127.0.0.1")
+	api.Configure().Set("endpoint-reconciler-type", "none")
+	cfg, err := bare.Start()
+	if err != nil {
+		t.Fatalf("starting an API server without CRDs: %v", err)
+	}
+	t.Cleanup(func() { _ = bare.Stop() })
+	kc, err := writeUserKubeconfig(bare, t.TempDir(), envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the ManagedWorkload API (napwake.dev/v1alpha1) is not installed in the cluster at " + strings.TrimSuffix(cfg.Host, "/") +
+		": install Napwake (its Helm chart installs the CRD), or pick the right --context"
+	for _, args := range [][]string{{"status"}, {"describe", "api"}, {"wake", "api"}, {"forecast", "api"}} {
+		t.Run(args[0], func(t *testing.T) {
+			r := run(t, kc, nil, args...)
+			assertOneLine(t, r, want)
+		})
+	}
+}

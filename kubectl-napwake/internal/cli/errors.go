@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"napwake.dev/apis/v1alpha1"
+)
+
+// userError is an error worded for the person at the terminal: one line
+// saying what is wrong and what to do. main prints it as is.
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+
+func userErrorf(format string, args ...any) error {
+	return &userError{msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// oneLine folds whitespace so an error never spans lines.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// explainConfig words a kubeconfig problem.
+func explainConfig(err error) error {
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return userErrorf("no cluster configured: set KUBECONFIG or pass --kubeconfig (and --context)")
+	case clientcmd.IsContextNotFound(err):
+		return userErrorf("%v: list the contexts with `kubectl config get-contexts` and pass one with --context", err)
+	default:
+		return userErrorf("reading the kubeconfig: %v: check --kubeconfig and --context", err)
+	}
+}
+
+// crdCheckTimeout bounds the one discovery request made to explain a 404.
+const crdCheckTimeout = 10 * time.Second
+
+// explain words err, met while doing (e.g. "getting ManagedWorkload api"),
+// as one line naming what to do. name is the ManagedWorkload asked for by
+// name, "" for a list.
+func (s *session) explain(ctx context.Context, err error, doing, name string) error {
+	if err == nil {
+		return nil
+	}
+	if why, ok := unreachable(err); ok {
+		if s.cfg.Host == clientcmd.ClusterDefaults.Server {
+			// client-go's fallback when it found no kubeconfig at all.
+			return userErrorf("cannot reach the Kubernetes API server at %s (%s), the address used when no kubeconfig is found: set KUBECONFIG or pass --kubeconfig", s.cfg.Host, why)
+		}
+		return userErrorf("cannot reach the Kubernetes API server at %s (%s): check that the cluster is up and that --context/--kubeconfig point at it", s.cfg.Host, why)
+	}
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return userErrorf("the API server at %s does not accept your credentials (401 Unauthorized): log in again or pick another --context", s.cfg.Host)
+	case apierrors.IsForbidden(err):
+		return userErrorf("%s: not allowed: %s: ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context", doing, statusMessage(err))
+	case apierrors.IsNotFound(err):
+		if !s.crdInstalled(ctx) {
+			return userErrorf("the ManagedWorkload API (%s) is not installed in the cluster at %s: install Napwake (its Helm chart installs the CRD), or pick the right --context", v1alpha1.GroupVersion, s.cfg.Host)
+		}
+		if name != "" {
+			return s.notFound(ctx, name)
+		}
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+		return userErrorf("%s: the API server at %s did not answer in time: try again, or raise --request-timeout", doing, s.cfg.Host)
+	}
+	return userErrorf("%s: %v", doing, err)
+}
+
+// statusMessage is the API server's own sentence, e.g. `User "alice" cannot
+// list resource "managedworkloads" ... in the namespace "default"`.
+func statusMessage(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Message != "" {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+// notFound words a ManagedWorkload missing from the namespace asked: when the
+// name exists elsewhere it names the namespace(s) to pass with -n.
+func (s *session) notFound(ctx context.Context, name string) error {
+	var list v1alpha1.ManagedWorkloadList
+	var elsewhere []string
+	if err := s.c.List(ctx, &list, client.MatchingFields{"metadata.name": name}); err == nil {
+		for _, mw := range list.Items {
+			elsewhere = append(elsewhere, mw.Namespace)
+		}
+	}
+	slices.Sort(elsewhere)
+	switch len(elsewhere) {
+	case 0:
+		return userErrorf("ManagedWorkload %q not found in namespace %q: list the workloads with `kubectl napwake status -n %s`, or in every namespace with -A", name, s.namespace, s.namespace)
+	case 1:
+		return userErrorf("ManagedWorkload %q not found in namespace %q, but namespace %q has one: add -n %s", name, s.namespace, elsewhere[0], elsewhere[0])
+	default:
+		return userErrorf("ManagedWorkload %q not found in namespace %q; namespaces %s have one: pass one with -n", name, s.namespace, strings.Join(elsewhere, ", "))
+	}
+}
+
+// crdInstalled asks discovery whether the API server serves
+// managedworkloads.napwake.dev. Only a clear "no" counts: when discovery
+// itself fails, it says yes and lets the original error speak.
+func (s *session) crdInstalled(ctx context.Context) bool {
+	dc, err := discovery.NewDiscoveryClientForConfig(withTimeout(s.cfg, crdCheckTimeout))
+	if err != nil {
+		return true
+	}
+	res, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+	if err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	for _, r := range res.APIResources {
+		if r.Name == "managedworkloads" {
+			return true
+		}
+	}
+	return false
+}
+
+// unreachable says why the API server could not be talked to at all, when
+// that is what err is: refused, unknown host, timed out, TLS.
+func unreachable(err error) (string, bool) {
+	var dnsErr *net.DNSError
+	var certErr *x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var netErr net.Error
+	var opErr *net.OpError
+	var urlErr *url.Error
+	switch {
+	case errors.As(err, &dnsErr):
+		return "unknown host " + dnsErr.Name, true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused", true
+	case errors.As(err, &certErr), errors.As(err, &hostErr):
+		return "its TLS certificate is not trusted: " + err.Error(), true
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out", true
+	case errors.As(err, &opErr):
+		return opErr.Err.Error(), true
+	case errors.As(err, &urlErr):
+		return urlErr.Err.Error(), true
+	}
+	return "", false
+}

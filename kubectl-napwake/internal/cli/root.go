@@ -1,0 +1,100 @@
+// Package cli builds the `kubectl napwake` commands: it reads what the
+// operator writes on ManagedWorkloads, asks for wakes and pauses through their
+// annotations, and hands the objects to package render for printing. Every
+// failure a user can cause or meet (unknown workload, wrong namespace, the CRD
+// missing, no permission, an unreachable cluster) comes back as one line
+// naming what to do.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
+)
+
+// Options is what every command shares: the kubeconfig flags, the streams,
+// the clock, and how to tell a terminal.
+type Options struct {
+	// ConfigFlags are kubectl's connection flags (-n, --context, --kubeconfig, ...).
+	ConfigFlags *genericclioptions.ConfigFlags
+	// IO are the streams commands print to.
+	IO genericiooptions.IOStreams
+	// Clock measures ages and waits; tests fix it.
+	Clock clock.WithTicker
+	// IsTerminal says whether w is a terminal: colour and the live --wait
+	// line only there. Defaults to probing an *os.File, honouring NO_COLOR.
+	IsTerminal func(w io.Writer) bool
+
+	allNamespaces bool
+}
+
+// NewOptions returns Options for a real run on the process's streams.
+func NewOptions() *Options {
+	return &Options{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		IO:          genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Clock:       clock.RealClock{},
+		IsTerminal:  isTerminal,
+	}
+}
+
+// isTerminal is true for a terminal, unless NO_COLOR is set (no-color.org).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	return term.IsTerminal(int(f.Fd()))
+}
+
+// defaultRequestTimeout bounds each API call when --request-timeout is not
+// given, so a cluster that swallows packets fails in seconds, not minutes.
+const defaultRequestTimeout = 30 * time.Second
+
+// NewCommand returns the `kubectl napwake` root command.
+func NewCommand(o *Options) *cobra.Command {
+	if o.IsTerminal == nil {
+		o.IsTerminal = func(io.Writer) bool { return false }
+	}
+	root := &cobra.Command{
+		Use:   "kubectl-napwake",
+		Short: "See what Napwake is doing, and wake or pause workloads",
+		Long: `kubectl napwake shows the workloads Napwake manages (status, describe,
+forecast) and wakes or pauses them (wake, pause) through the annotations the
+operator watches, whatever their wake mode says.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl napwake",
+		},
+	}
+	o.ConfigFlags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List workloads in every namespace (status only).")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w: see %s --help", err, c.CommandPath())
+	})
+	root.AddCommand(
+		newStatusCommand(o),
+		newActCommand(o, wakeAction),
+		newActCommand(o, pauseAction),
+		newDescribeCommand(o),
+		newForecastCommand(o),
+		newVersionCommand(o),
+	)
+	return root
+}
+
+// exactlyOneName is cobra.ExactArgs(1) with a message that says what to type.
+func exactlyOneName(c *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%s needs exactly one ManagedWorkload name, e.g. %s api -n preview-42 (got %d arguments)", c.CommandPath(), c.CommandPath(), len(args))
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"napwake.dev/apis/v1alpha1"
+)
+
+// scheme knows the kinds the plugin reads: ManagedWorkloads, Events, Pods.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err) // a programming error: the types cannot register
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// restMapper maps the plugin's few kinds statically, so no command needs
+// discovery (which logs noisily and costs round trips); whether the CRD is
+// installed is asked only when an answer needs explaining.
+func restMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(v1alpha1.GroupVersion.WithKind("ManagedWorkload"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	return m
+}
+
+// session is one command's connection to the cluster.
+type session struct {
+	cfg *rest.Config
+	// namespace is -n, else the kubeconfig context's, else "default".
+	namespace string
+	c         client.WithWatch
+}
+
+// connect builds a client from the kubeconfig flags.
+func (o *Options) connect() (*session, error) {
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, explainConfig(err)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultRequestTimeout
+	}
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, explainConfig(err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: restMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+	}
+	return &session{cfg: cfg, namespace: ns, c: c}, nil
+}
+
+// withTimeout returns a copy of cfg whose requests give up after d.
+func withTimeout(cfg *rest.Config, d time.Duration) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = d
+	return c
+}

@@ -1,0 +1,33 @@
+// Command kubectl-napwake is the kubectl plugin for Napwake: `kubectl napwake
+// status|wake|pause|describe|forecast|version`. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+
+	_ "time/tzdata" // forecast time zones work on machines without a zoneinfo database
+
+	"napwake.dev/kubectl-napwake/internal/cli"
+	"napwake.dev/shared/signals"
+)
+
+func main() { os.Exit(run()) }
+
+// run executes the command line and returns the exit code: 0, or 1 after
+// printing one line saying what went wrong and what to do.
+func run() int {
+	// client-go logs through klog; a plugin prints its own errors, once.
+	klog.SetLogger(logr.Discard())
+	o := cli.NewOptions()
+	cmd := cli.NewCommand(o)
+	if err := cmd.ExecuteContext(signals.Context(context.Background())); err != nil {
+		fmt.Fprintln(o.IO.ErrOut, "error:", err)
+		return 1
+	}
+	return 0
+}
