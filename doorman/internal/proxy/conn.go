@@ -279,7 +279,6 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 
 // dial connects to one of eps, in random order, that the dial rules allow.
 func (s *Server) dial(ctx context.Context, eps []netip.AddrPort) (*net.TCPConn, error) {
-	d := net.Dialer{Timeout: s.cfg.DialTimeout}
 	var errs []error
 	for _, i := range rand.Perm(len(eps)) {
 		ep := eps[i]
@@ -287,12 +286,12 @@ func (s *Server) dial(ctx context.Context, eps []netip.AddrPort) (*net.TCPConn, 
 			errs = append(errs, err)
 			continue
 		}
-		c, err := d.DialContext(ctx, "tcp", ep.String())
+		c, err := s.cfg.Dial(ctx, ep)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		return c.(*net.TCPConn), nil
+		return c, nil
 	}
 	if len(errs) == 0 {
 		return nil, errors.New("no endpoint")

@@ -63,6 +63,9 @@ type Config struct {
 	Linger time.Duration
 	// WriteTimeout of the doorman's own answers (5 s).
 	WriteTimeout time.Duration
+	// Dial connects to an endpoint the dial rules allowed; nil is a plain
+	// TCP dial. Tests that stand in for pods on loopback map addresses here.
+	Dial func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error)
 	// Clock drives the wake rate limits and reported times.
 	Clock clock.WithTickerAndDelayedExecution
 }
@@ -83,6 +86,16 @@ func (c *Config) defaults() {
 	def(&c.WriteTimeout, 5*time.Second)
 	if c.Limits == (Limits{}) {
 		c.Limits = DefaultLimits()
+	}
+	if c.Dial == nil {
+		d := net.Dialer{Timeout: c.DialTimeout}
+		c.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+			conn, err := d.DialContext(ctx, "tcp", ap.String())
+			if err != nil {
+				return nil, err
+			}
+			return conn.(*net.TCPConn), nil
+		}
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
