@@ -26,9 +26,9 @@ Call with (dict "image" .Values.x.image "root" $).
 {{- end -}}
 {{- end }}
 
-{{/* The operator's version as a label value (the tag; "+" is not allowed in labels). */}}
+{{/* The operator's version as a label value: its image tag (a tag is a valid label value up to 63 characters). */}}
 {{- define "napwake.operator.version" -}}
-{{ .Values.operator.image.tag | default .Chart.AppVersion | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ .Values.operator.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | trimSuffix "." }}
 {{- end }}
 
 {{/* Labels on every object. */}}
