@@ -1,9 +1,9 @@
 module napwake.dev/forwarder
 
-go 1.26
+go 1.26.0
 
 require (
-	napwake.dev/apis v0.0.0
+	github.com/go-logr/logr v1.4.3
 	napwake.dev/shared v0.0.0
 )
 

@@ -1,0 +1,181 @@
+// Package api proves the ManagedWorkload CRD against a real kube-apiserver:
+// what it defaults, and that every invalid object is refused with a message
+// that names the field.
+package api
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/testenv"
+)
+
+var k8s client.Client
+
+func TestMain(m *testing.M) {
+	env, cfg, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	scheme := runtime.NewScheme()
+	_ = napwakev1alpha1.AddToScheme(scheme)
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	code := m.Run()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func minimal(name string) *napwakev1alpha1.ManagedWorkload {
+	return &napwakev1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{
+			TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"},
+		},
+	}
+}
+
+func TestMinimalManagedWorkloadIsAcceptedAndDefaulted(t *testing.T) {
+	ctx := context.Background()
+	mw := minimal("defaults")
+	if err := k8s.Create(ctx, mw); err != nil {
+		t.Fatalf("creating a minimal ManagedWorkload: %v", err)
+	}
+	got := &napwakev1alpha1.ManagedWorkload{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mw), got); err != nil {
+		t.Fatal(err)
+	}
+	w := got.Spec.Wake
+	if w.Mode != napwakev1alpha1.WakeRequest {
+		t.Errorf("wake.mode defaulted to %q, want Request", w.Mode)
+	}
+	if w.Page == nil || !*w.Page {
+		t.Errorf("wake.page defaulted to %v, want true", w.Page)
+	}
+	if w.MaxWait == nil || w.MaxWait.Duration != 2*time.Minute {
+		t.Errorf("wake.maxWait defaulted to %v, want 2m", w.MaxWait)
+	}
+	if got.Spec.IdleAfter != nil {
+		t.Errorf("idleAfter defaulted to %v; it must stay unset so the operator's --default-idle-after applies", got.Spec.IdleAfter)
+	}
+}
+
+// TestInvalidManagedWorkloadsAreRefused creates each object as unstructured
+// JSON, so values Go's types could not even hold reach the server too.
+func TestInvalidManagedWorkloadsAreRefused(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      map[string]any
+		wantField string // the message must name this field
+	}{
+		{"a missing targetRef", map[string]any{}, "spec.targetRef"},
+		{"a targetRef without a name", map[string]any{"targetRef": map[string]any{"kind": "Deployment"}}, "spec.targetRef.name"},
+		{"an unknown kind", map[string]any{"targetRef": map[string]any{"kind": "DaemonSet", "name": "api"}}, "spec.targetRef.kind"},
+		{"a target name that is not a DNS name", map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": "API_1"}}, "spec.targetRef.name"},
+		{"maxWait over 1h", withTarget(map[string]any{"wake": map[string]any{"maxWait": "61m"}}), "spec.wake.maxWait"},
+		{"maxWait of zero", withTarget(map[string]any{"wake": map[string]any{"maxWait": "0s"}}), "spec.wake.maxWait"},
+		{"maxWait that is not a duration", withTarget(map[string]any{"wake": map[string]any{"maxWait": "two minutes"}}), "spec.wake.maxWait"},
+		{"idleAfter under 1m", withTarget(map[string]any{"idleAfter": "30s"}), "spec.idleAfter"},
+		{"idleAfter over 168h", withTarget(map[string]any{"idleAfter": "169h"}), "spec.idleAfter"},
+		{"an unknown wake mode", withTarget(map[string]any{"wake": map[string]any{"mode": "Never"}}), "spec.wake.mode"},
+		{"a lower-case wake mode", withTarget(map[string]any{"wake": map[string]any{"mode": "ask"}}), "spec.wake.mode"},
+		{"a dependency name that is not a DNS label", withTarget(map[string]any{"dependencies": []any{map[string]any{"name": "Postgres.DB"}}}), "spec.dependencies[0].name"},
+		{"too many dependencies", withTarget(map[string]any{"dependencies": manyDeps(65)}), "spec.dependencies"},
+		{"an empty Prometheus query", withTarget(map[string]any{"activity": map[string]any{"prometheus": map[string]any{"query": ""}}}), "spec.activity.prometheus.query"},
+		{"a time zone with spaces", withTarget(map[string]any{"forecast": map[string]any{"timeZone": "Europe/Paris; drop"}}), "spec.forecast.timeZone"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": napwakev1alpha1.GroupVersion.String(),
+				"kind":       "ManagedWorkload",
+				"metadata":   map[string]any{"name": fmt.Sprintf("invalid-%d", i), "namespace": "default"},
+				"spec":       tt.spec,
+			}}
+			err := k8s.Create(context.Background(), u)
+			if err == nil {
+				t.Fatalf("the API server accepted %s", tt.name)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantField) {
+				t.Errorf("the message does not name %s: %v", tt.wantField, err)
+			}
+		})
+	}
+}
+
+func TestTargetRefIsImmutable(t *testing.T) {
+	ctx := context.Background()
+	mw := minimal("immutable")
+	if err := k8s.Create(ctx, mw); err != nil {
+		t.Fatal(err)
+	}
+	mw.Spec.TargetRef.Name = "other"
+	err := k8s.Update(ctx, mw)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "targetRef is immutable") {
+		t.Fatalf("changing targetRef: want an Invalid error saying targetRef is immutable, got %v", err)
+	}
+	// Other fields still change.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mw), mw); err != nil {
+		t.Fatal(err)
+	}
+	mw.Spec.Wake.Page = ptr.To(false)
+	if err := k8s.Update(ctx, mw); err != nil {
+		t.Fatalf("changing wake.page must be allowed: %v", err)
+	}
+}
+
+func TestStatusIsASubresource(t *testing.T) {
+	ctx := context.Background()
+	mw := minimal("status")
+	mw.Status.Phase = napwakev1alpha1.PhasePaused
+	if err := k8s.Create(ctx, mw); err != nil {
+		t.Fatal(err)
+	}
+	got := &napwakev1alpha1.ManagedWorkload{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mw), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" {
+		t.Fatalf("a create set status.phase to %q; status must only change through the subresource", got.Status.Phase)
+	}
+	got.Status.Phase = napwakev1alpha1.PhasePaused
+	if err := k8s.Status().Update(ctx, got); err != nil {
+		t.Fatalf("updating status through the subresource: %v", err)
+	}
+	got.Status.Phase = "Sleeping"
+	if err := k8s.Status().Update(ctx, got); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.phase") {
+		t.Fatalf("an unknown phase: want Invalid naming status.phase, got %v", err)
+	}
+}
+
+func withTarget(spec map[string]any) map[string]any {
+	spec["targetRef"] = map[string]any{"kind": "Deployment", "name": "api"}
+	return spec
+}
+
+func manyDeps(n int) []any {
+	deps := make([]any, n)
+	for i := range deps {
+		deps[i] = map[string]any{"name": fmt.Sprintf("dep-%d", i)}
+	}
+	return deps
+}

@@ -1,0 +1,286 @@
+// Package framework is what the end-to-end scenarios share: a client for the
+// cluster named by $KUBECONFIG, namespaces that clean up after themselves,
+// the sample app, bounded polling, and a dump of objects, events and logs
+// when a scenario fails.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+)
+
+// SampleAppImage is the image hack/e2e.sh builds and loads into the node.
+var SampleAppImage = envOr("NAPWAKE_E2E_SAMPLEAPP_IMAGE", "napwake.local/napwake-sampleapp:e2e")
+
+// Framework holds the clients a scenario uses.
+type Framework struct {
+	Clientset kubernetes.Interface
+	Client    client.Client
+}
+
+// New connects to the cluster named by $KUBECONFIG.
+func New() (*Framework, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig (set KUBECONFIG; make e2e does): %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = napwakev1alpha1.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &Framework{Clientset: cs, Client: c}, nil
+}
+
+// CreateNamespace makes a namespace with a generated name and labels.
+func (f *Framework) CreateNamespace(ctx context.Context, prefix string, labels map[string]string) (string, error) {
+	ns, err := f.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating namespace: %w", err)
+	}
+	return ns.Name, nil
+}
+
+// DeleteNamespace removes a namespace without waiting for it to go.
+func (f *Framework) DeleteNamespace(ctx context.Context, name string) {
+	_ = f.Clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// SampleApp describes one sample app Deployment and its Service.
+type SampleApp struct {
+	Name         string
+	Namespace    string
+	Replicas     int32
+	StartupDelay time.Duration
+	Labels       map[string]string // extra labels on the Deployment (napwake.dev/enabled…)
+	Annotations  map[string]string // on the Deployment (napwake.dev/idle-after…)
+	Greet        bool              // also serve a greet-first TCP port 3306
+}
+
+// Deployment renders the app's Deployment: a readiness probe on /ready,
+// restricted security context, the locally loaded image.
+func (a SampleApp) Deployment() *appsv1.Deployment {
+	sel := map[string]string{"app": a.Name}
+	labels := map[string]string{"app": a.Name}
+	for k, v := range a.Labels {
+		labels[k] = v
+	}
+	args := []string{fmt.Sprintf("--startup-delay=%s", a.StartupDelay)}
+	ports := []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	if a.Greet {
+		args = append(args, "--greet-listen=:3306")
+		ports = append(ports, corev1.ContainerPort{Name: "mysql", ContainerPort: 3306})
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels, Annotations: a.Annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(a.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec:       a.PodSpec(args, ports),
+			},
+		},
+	}
+}
+
+// PodSpec is the sample app's pod: restricted, read-only, probed.
+func (a SampleApp) PodSpec(args []string, ports []corev1.ContainerPort) corev1.PodSpec {
+	return corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](2),
+		Containers: []corev1.Container{{
+			Name:            "app",
+			Image:           SampleAppImage,
+			ImagePullPolicy: corev1.PullNever,
+			Args:            args,
+			Ports:           ports,
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080)}},
+				PeriodSeconds: 1,
+			},
+			SecurityContext: &corev1.SecurityContext{
+				RunAsNonRoot:             ptr.To(true),
+				AllowPrivilegeEscalation: ptr.To(false),
+				ReadOnlyRootFilesystem:   ptr.To(true),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+		}},
+	}
+}
+
+// Service renders the app's ClusterIP Service: port 80 → 8080 named http,
+// and 3306 named mysql when the app greets.
+func (a SampleApp) Service() *corev1.Service {
+	ports := []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}
+	if a.Greet {
+		ports = append(ports, corev1.ServicePort{Name: "mysql", Port: 3306, TargetPort: intstr.FromInt32(3306)})
+	}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": a.Name}, Ports: ports},
+	}
+}
+
+// Deploy creates the app's Deployment and Service.
+func (f *Framework) Deploy(ctx context.Context, a SampleApp) error {
+	if _, err := f.Clientset.AppsV1().Deployments(a.Namespace).Create(ctx, a.Deployment(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Deployment %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	if _, err := f.Clientset.CoreV1().Services(a.Namespace).Create(ctx, a.Service(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Service %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	return nil
+}
+
+// ReadyReplicas is the Deployment's status.readyReplicas.
+func (f *Framework) ReadyReplicas(ctx context.Context, ns, name string) (int32, error) {
+	d, err := f.Clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return d.Status.ReadyReplicas, nil
+}
+
+// ClusterIP returns the Service's ClusterIP.
+func (f *Framework) ClusterIP(ctx context.Context, ns, name string) (string, error) {
+	s, err := f.Clientset.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return s.Spec.ClusterIP, nil
+}
+
+// Response is what HTTPGet saw.
+type Response struct {
+	Status  int
+	Header  http.Header
+	Body    string
+	Elapsed time.Duration
+}
+
+// HTTPGet sends one GET with the given headers, from this process: the
+// test runs inside the node's network namespace, so it calls from the node.
+func HTTPGet(ctx context.Context, url string, header map[string]string, timeout time.Duration) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Response{}, err
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil}
+	resp, err := (&http.Client{Timeout: timeout, Transport: tr}).Do(req)
+	if err != nil {
+		return Response{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: string(body), Elapsed: time.Since(start)}, err
+}
+
+// Dump writes what a person debugging a failed scenario needs: the
+// namespace's objects, its events in time order, and the logs of its pods
+// and of Napwake's own.
+func (f *Framework) Dump(ctx context.Context, w io.Writer, namespaces ...string) {
+	for _, ns := range namespaces {
+		fmt.Fprintf(w, "\n===== namespace %s =====\n", ns)
+		if deps, err := f.Clientset.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, d := range deps.Items {
+				fmt.Fprintf(w, "Deployment %s: replicas=%v ready=%d\n", d.Name, ptr.Deref(d.Spec.Replicas, 1), d.Status.ReadyReplicas)
+			}
+		}
+		if sts, err := f.Clientset.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, s := range sts.Items {
+				fmt.Fprintf(w, "StatefulSet %s: replicas=%v ready=%d\n", s.Name, ptr.Deref(s.Spec.Replicas, 1), s.Status.ReadyReplicas)
+			}
+		}
+		mws := &napwakev1alpha1.ManagedWorkloadList{}
+		if err := f.Client.List(ctx, mws, client.InNamespace(ns)); err == nil {
+			for _, mw := range mws.Items {
+				fmt.Fprintf(w, "ManagedWorkload %s: annotations=%v status=%+v\n", mw.Name, mw.Annotations, mw.Status)
+			}
+		}
+		if slices, err := f.Clientset.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, s := range slices.Items {
+				var eps []string
+				for _, e := range s.Endpoints {
+					eps = append(eps, fmt.Sprintf("%v ready=%v", e.Addresses, ptr.Deref(e.Conditions.Ready, false)))
+				}
+				fmt.Fprintf(w, "EndpointSlice %s labels=%v endpoints=%v\n", s.Name, s.Labels, eps)
+			}
+		}
+		if evs, err := f.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			items := evs.Items
+			sort.Slice(items, func(i, j int) bool { return items[i].LastTimestamp.Before(&items[j].LastTimestamp) })
+			for _, e := range items {
+				fmt.Fprintf(w, "event %s %s %s/%s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+			}
+		}
+		f.dumpLogs(ctx, w, ns, "")
+	}
+}
+
+func (f *Framework) dumpLogs(ctx context.Context, w io.Writer, ns, selector string) {
+	pods, err := f.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			raw, err := f.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To[int64](60)}).DoRaw(ctx)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(w, "--- logs %s/%s [%s] (phase %s)\n%s\n", ns, p.Name, c.Name, p.Status.Phase, indent(raw))
+		}
+	}
+}
+
+// DumpComponents writes the logs of Napwake's own pods in ns.
+func (f *Framework) DumpComponents(ctx context.Context, w io.Writer, ns string) {
+	fmt.Fprintf(w, "\n===== Napwake in %s =====\n", ns)
+	f.dumpLogs(ctx, w, ns, "")
+}
+
+func indent(b []byte) string {
+	return "    " + strings.ReplaceAll(string(bytes.TrimRight(b, "\n")), "\n", "\n    ")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,97 @@
+// Command forwarder is Napwake's NEG forwarder. While a workload whose Service
+// is in GKE network endpoint groups is paused, the operator runs it in the
+// workload's namespace, where GKE accepts its pods as endpoints, and it
+// passes every connection, bytes untouched, to the doorman.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"napwake.dev/forwarder/internal/relay"
+	"napwake.dev/shared/logging"
+	"napwake.dev/shared/signals"
+	"napwake.dev/shared/version"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "forwarder:", err)
+		os.Exit(1)
+	}
+}
+
+// mappings collects repeated --forward flags.
+type mappings []relay.Mapping
+
+func (m *mappings) String() string { return fmt.Sprint(*m) }
+func (m *mappings) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		mp, err := relay.ParseMapping(part)
+		if err != nil {
+			return err
+		}
+		*m = append(*m, mp)
+	}
+	return nil
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("forwarder", flag.ContinueOnError)
+	var (
+		maps        mappings
+		doormanHost = fs.String("doorman-host", "napwake-doorman-pods.napwake-system.svc", "the doorman's headless Service (or an address)")
+		probeAddr   = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		showVersion = fs.Bool("version", false, "print the version and exit")
+		logOpts     logging.Options
+	)
+	fs.Var(&maps, "forward", "LISTEN=DOORMAN port pairs, repeatable or comma-separated, such as 8080=20017")
+	logOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	info := version.Get("forwarder")
+	if *showVersion {
+		fmt.Println(info)
+		return nil
+	}
+	log, err := logging.New(os.Stderr, logOpts)
+	if err != nil {
+		return err
+	}
+	if len(maps) == 0 {
+		return errors.New("nothing to forward: give at least one --forward LISTEN=DOORMAN")
+	}
+	log.Info("Starting", "version", info.Version, "commit", info.Commit, "doormanHost", *doormanHost, "forward", maps.String())
+
+	ctx := signals.Context(context.Background())
+	r := &relay.Relay{DoormanHost: *doormanHost, Mappings: maps, Log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, req *http.Request) {
+		// Ready only while the doorman answers on every forwarded port.
+		if err := r.Ready(req.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	probes := &http.Server{Addr: *probeAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := probes.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(err, "Serving probes")
+		}
+	}()
+	err = r.Run(ctx, nil)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = probes.Shutdown(shutdown)
+	log.Info("Stopped")
+	return err
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the end-to-end suite (e2e/cluster, ginkgo) against the local test bed:
+# loads the images `make images` built and the sample app's, installs Napwake
+# with its Helm chart, and runs the suite inside the node's network namespace
+# (the only place the cluster can be reached from).
+#
+#   hack/e2e.sh                     the whole suite
+#   E2E_FOCUS='StatefulSet' hack/e2e.sh   only matching specs
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+source "$here/testbed/lib.sh"
+cd "$root"
+
+out=$root/_out
+mkdir -p "$out/images"
+step "Building the end-to-end suite and the sample app image"
+go test -c -tags e2e -o "$out/e2e-cluster.test" ./e2e/cluster
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/sampleapp" ./e2e/cmd/sampleapp
+GOWORK=off go -C hack/tools build -o "$root/bin/imagebuild" ./imagebuild
+"$root/bin/imagebuild" --binary "$out/sampleapp" --image napwake.local/napwake-sampleapp:e2e --out "$out/images/sampleapp.tar" >/dev/null
+"$here/testbed/cluster.sh" load-image "$out"/images/*.tar
+
+if [ -x "$here/install-napwake.sh" ]; then
+  "$here/install-napwake.sh"
+  export NAPWAKE_E2E_NAMESPACE=napwake-system
+fi
+
+step "Running the end-to-end suite inside the node's network namespace"
+args=(-test.timeout 40m -ginkgo.v -ginkgo.no-color)
+[ -n "${E2E_FOCUS:-}" ] && args+=(-ginkgo.focus "$E2E_FOCUS")
+start=$(date +%s)
+(cd "$root/e2e/cluster" && "$here/testbed/cluster.sh" exec "$out/e2e-cluster.test" "${args[@]}")
+step "The end-to-end suite passed in $(( $(date +%s) - start ))s"
