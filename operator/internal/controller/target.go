@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/decide"
+)
+
+// target is a Deployment or StatefulSet seen through what Napwake needs.
+type target struct {
+	obj         client.Object
+	replicas    int32 // spec.replicas as read with obj (maybe from the cache)
+	statusReps  int32
+	readyReps   int32
+	selector    *metav1.LabelSelector
+	template    *corev1.PodTemplateSpec
+	annotations map[string]string
+}
+
+// newTargetObject returns an empty object of the kind ref names.
+func newTargetObject(kind napwakev1alpha1.TargetKind) (client.Object, error) {
+	switch kind {
+	case napwakev1alpha1.KindDeployment:
+		return &appsv1.Deployment{}, nil
+	case napwakev1alpha1.KindStatefulSet:
+		return &appsv1.StatefulSet{}, nil
+	}
+	return nil, fmt.Errorf("unknown target kind %q", kind)
+}
+
+// getTarget reads the target; found is false when it does not exist.
+func getTarget(ctx context.Context, c client.Reader, namespace string, ref napwakev1alpha1.TargetRef) (t target, found bool, err error) {
+	obj, err := newTargetObject(ref.Kind)
+	if err != nil {
+		return target{}, false, err
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return target{}, false, nil
+		}
+		return target{}, false, fmt.Errorf("getting %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
+	}
+	t = target{obj: obj, annotations: obj.GetAnnotations()}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		t.replicas, t.statusReps, t.readyReps = replicasOf(o.Spec.Replicas), o.Status.Replicas, o.Status.ReadyReplicas
+		t.selector, t.template = o.Spec.Selector, &o.Spec.Template
+	case *appsv1.StatefulSet:
+		t.replicas, t.statusReps, t.readyReps = replicasOf(o.Spec.Replicas), o.Status.Replicas, o.Status.ReadyReplicas
+		t.selector, t.template = o.Spec.Selector, &o.Spec.Template
+	}
+	return t, true, nil
+}
+
+// replicasOf reads spec.replicas, which defaults to 1 when unset.
+func replicasOf(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func (t target) observed() decide.Target {
+	return decide.Target{Found: true, Replicas: t.replicas, StatusReplicas: t.statusReps, ReadyReplicas: t.readyReps}
+}
+
+// podsLeft says whether any pod matching the target's selector still exists,
+// terminating ones included, read live (not from a cache) and as metadata only.
+func podsLeft(ctx context.Context, r client.Reader, namespace string, t target) (bool, error) {
+	sel, err := metav1.LabelSelectorAsSelector(t.selector)
+	if err != nil {
+		return false, fmt.Errorf("reading the selector of %s: %w", client.ObjectKeyFromObject(t.obj), err)
+	}
+	if sel.Empty() || sel.String() == labels.Nothing().String() {
+		return false, nil
+	}
+	var pods metav1.PartialObjectMetadataList
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}, client.Limit(1)); err != nil {
+		return false, fmt.Errorf("listing pods of %s: %w", client.ObjectKeyFromObject(t.obj), err)
+	}
+	return len(pods.Items) > 0, nil
+}
+
+// scaleTo sets the target's replicas through the scale subresource. The
+// scale is read live and written back with its resourceVersion, so a
+// concurrent edit of the workload makes the write fail with a conflict
+// (retried by the caller's requeue) instead of being overwritten. It returns
+// the replicas the target had before.
+func scaleTo(ctx context.Context, c client.Client, t target, replicas int32) (before int32, err error) {
+	scale := &autoscalingv1.Scale{}
+	if err := c.SubResource("scale").Get(ctx, t.obj, scale); err != nil {
+		return 0, fmt.Errorf("reading the scale of %s: %w", client.ObjectKeyFromObject(t.obj), err)
+	}
+	before = scale.Spec.Replicas
+	if before == replicas {
+		return before, nil
+	}
+	scale.Spec.Replicas = replicas
+	if err := c.SubResource("scale").Update(ctx, t.obj, client.WithSubResourceBody(scale)); err != nil {
+		return before, fmt.Errorf("scaling %s to %d: %w", client.ObjectKeyFromObject(t.obj), replicas, err)
+	}
+	return before, nil
+}
+
+// liveReplicas reads spec.replicas through the scale subresource, bypassing
+// any cache: what a pause saves must be what the workload has now.
+func liveReplicas(ctx context.Context, c client.Client, t target) (int32, error) {
+	scale := &autoscalingv1.Scale{}
+	if err := c.SubResource("scale").Get(ctx, t.obj, scale); err != nil {
+		return 0, fmt.Errorf("reading the scale of %s: %w", client.ObjectKeyFromObject(t.obj), err)
+	}
+	return scale.Spec.Replicas, nil
+}

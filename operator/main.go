@@ -1,0 +1,70 @@
+// Command operator is Napwake's controller manager: it pauses idle
+// Deployments and StatefulSets by scaling them to zero and wakes them on
+// activity, routing their Services to the doorman while they sleep.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"napwake.dev/shared/logging"
+	"napwake.dev/shared/signals"
+	"napwake.dev/shared/version"
+
+	"napwake.dev/operator/internal/config"
+	"napwake.dev/operator/internal/controller"
+	"napwake.dev/operator/internal/manager"
+)
+
+const component = "napwake-operator"
+
+func main() {
+	if err := run(signals.Context(context.Background()), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := config.Default(os.Getenv)
+	var logOpts logging.Options
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.BindFlags(fs)
+	logOpts.BindFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.Get(component).String())
+		return nil
+	}
+	if err := errors.Join(cfg.Validate(), logOpts.Validate()); err != nil {
+		return err
+	}
+	log, err := logging.New(stderr, logOpts)
+	if err != nil {
+		return err
+	}
+	log.Info("Napwake operator", "version", version.Get(component).String())
+	rest, err := manager.RESTConfig()
+	if err != nil {
+		return err
+	}
+	return manager.Run(ctx, manager.Options{Config: cfg, REST: rest, Log: log, NewRouter: newRouter})
+}
+
+// newRouter chooses the Router: the one place routing is wired in. With
+// --doorman-service="" routing is off.
+func newRouter(deps manager.RouterDeps) (controller.Router, error) {
+	if _, _, ok := deps.Config.DoormanServiceKey(); !ok {
+		return controller.NoopRouter{}, nil
+	}
+	router := controller.Router(controller.NoopRouter{}) // routing (issue 4): router := routing.New(deps...)
+	return router, nil
+}
