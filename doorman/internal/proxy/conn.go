@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -11,17 +12,21 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+	v1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/page"
-	v1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // readChunk is how much one read of a held caller asks for.
 const readChunk = 4 << 10
 
-// handle serves one connection to a doorman port.
-func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, removed bool) {
+// handle serves one connection to a doorman port. When the connection is
+// to be held for a Ready pod, it returns the wait as a continuation, which
+// the caller runs on a fresh goroutine: the classifying goroutine's stack
+// grew, and a long wait on a small stack keeps a held connection cheap.
+func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, removed bool) (wait func()) {
 	src := remoteAddr(c)
 	key := r.Key()
 	// A Ready pod: straight there, waking nothing, unless it is pausing.
@@ -34,7 +39,7 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 				s.metrics.Wakes.WithLabelValues(metrics.ResultPassed).Inc()
 			})
 			if err == nil || errors.Is(err, errCallerLeft) {
-				return
+				return nil
 			}
 			// No endpoint answered: hold it like any other.
 		}
@@ -43,7 +48,7 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 	if ok, cap := s.held.take(keys); !ok {
 		s.metrics.Rejections.WithLabelValues(cap).Inc()
 		_ = c.SetLinger(0)
-		return // closed at once, nothing sent
+		return nil // closed at once, nothing sent
 	}
 	s.metrics.Held.Inc()
 	h := s.newHeld(ctx, c)
@@ -55,15 +60,25 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 			s.metrics.Held.Dec()
 		}
 	}
-	defer release()
-	defer h.releaseBytes()
-	defer h.stop()
-	s.hold(ctx, h, release, port, r, removed, src)
+	cleanup := func() {
+		h.stop()
+		h.releaseBytes()
+		release()
+	}
+	next := s.hold(ctx, h, release, port, r, removed, src)
+	if next == nil {
+		cleanup()
+		return nil
+	}
+	return func() {
+		defer cleanup()
+		next()
+	}
 }
 
 // hold classifies a held connection, then answers it or waits for a Ready
 // pod and passes it on.
-func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int, r Route, removed bool, src netip.Addr) {
+func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int, r Route, removed bool, src netip.Addr) (wait func()) {
 	start := s.cfg.Clock.Now()
 	deadline := start.Add(r.Workload.maxWait())
 	key := r.Key()
@@ -80,7 +95,7 @@ func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int
 		res = classify.Classify(buf, final, opts)
 		if res.Kind != classify.NeedMore {
 			if err != nil && !res.Kind.Answered() {
-				return // the caller left: never passed on, wakes nothing
+				return nil // the caller left: never passed on, wakes nothing
 			}
 			break
 		}
@@ -91,7 +106,7 @@ func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int
 		case <-silence.C:
 			res = classify.Classify(buf, true, opts)
 		case <-ctx.Done():
-			return
+			return nil
 		}
 		if res.Kind != classify.NeedMore {
 			break
@@ -101,13 +116,12 @@ func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int
 	if res.Kind.Answered() {
 		if eps, _ := s.table.Endpoints(key); len(eps) > 0 && !removed {
 			// Checkers get answers only while no pod is Ready.
-			s.waitAndPass(ctx, h, release, port, r, removed, src, start, deadline, false)
-			return
+			return func() { s.waitAndPass(ctx, h, release, port, r, removed, src, start, deadline, false) }
 		}
 		s.answer(ctx, h, res, r, src, removed)
-		return
+		return nil
 	}
-	s.waitAndPass(ctx, h, release, port, r, removed, src, start, deadline, !removed)
+	return func() { s.waitAndPass(ctx, h, release, port, r, removed, src, start, deadline, !removed) }
 }
 
 // answer sends the doorman's own answer and closes.
@@ -396,6 +410,11 @@ func (h *heldConn) snapshot() ([]byte, error, <-chan struct{}) {
 func (h *heldConn) read() {
 	defer close(h.done)
 	l := h.s.cfg.Limits
+	rc, err := h.c.SyscallConn()
+	if err != nil {
+		h.fail(err)
+		return
+	}
 	for {
 		// Room: the free bytes first, then the shared budget, up to the
 		// per-connection cap; beyond it the caller waits in the network.
@@ -420,20 +439,53 @@ func (h *heldConn) read() {
 		} else {
 			want = min(want, l.FreeBytes-n)
 		}
-		p := make([]byte, want)
-		k, err := h.c.Read(p)
-		h.mu.Lock()
-		h.buf = append(h.buf, p[:k]...)
-		if err != nil && !isTimeout(err) {
-			h.err = err
+		// Wait for bytes without a buffer: a held connection costs no
+		// read buffer while its caller is quiet, only while reading.
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			bp := readBufs.Get().(*[]byte)
+			defer readBufs.Put(bp)
+			k, e := unix.Read(int(fd), (*bp)[:want])
+			if e == unix.EAGAIN || e == unix.EINTR {
+				return false
+			}
+			switch {
+			case e != nil:
+				rerr = e
+			case k == 0:
+				rerr = io.EOF
+			default:
+				h.mu.Lock()
+				h.buf = append(h.buf, (*bp)[:k]...)
+				h.mu.Unlock()
+			}
+			return true
+		})
+		if err == nil {
+			err = rerr
 		}
-		close(h.more)
-		h.more = make(chan struct{})
-		h.mu.Unlock()
+		if err != nil && isTimeout(err) {
+			return // stop() interrupted the wait
+		}
+		h.fail(err)
 		if err != nil {
 			return
 		}
 	}
+}
+
+// readBufs lends read buffers only for the moment bytes are copied out.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+// fail records err (nil: new bytes) and wakes the handler.
+func (h *heldConn) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil && h.err == nil {
+		h.err = err
+	}
+	close(h.more)
+	h.more = make(chan struct{})
 }
 
 // stop ends the background reads and waits for them; the bytes read stay.

@@ -267,13 +267,24 @@ func (s *Server) accept(port int, pl *portListener) {
 			continue
 		}
 		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.untrack(c)
-			r, removed := s.route(port, pl)
-			s.handle(s.ctx, c, port, r, removed)
-		}()
+		go s.serveConn(c, port, pl)
 	}
+}
+
+// serveConn runs handle, then any wait it hands back on a new goroutine.
+func (s *Server) serveConn(c *net.TCPConn, port int, pl *portListener) {
+	r, removed := s.route(port, pl)
+	wait := s.handle(s.ctx, c, port, r, removed)
+	if wait == nil {
+		s.untrack(c)
+		s.wg.Done()
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		defer s.untrack(c)
+		wait()
+	}()
 }
 
 func (s *Server) track(c *net.TCPConn, port int) bool {

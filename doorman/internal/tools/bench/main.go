@@ -1,0 +1,499 @@
+// Command bench measures the doorman's pass-through path beside HAProxy
+// (mode tcp) and a direct connection, all on loopback, and the memory and
+// wake-to-first-byte of held connections. hack/bench/doorman.sh runs it;
+// it prints a Markdown report.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/shared/addr"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+var (
+	duration = flag.Duration("duration", 3*time.Second, "how long each throughput run lasts")
+	rounds   = flag.Int("rounds", 20000, "round trips per latency run")
+	haproxy  = flag.String("haproxy", "haproxy", "HAProxy binary")
+	held     = flag.Int("held", 2048, "connections held for the memory measurement")
+)
+
+type nopHooks struct{}
+
+func (nopHooks) Wake(context.Context, proxy.Workload, string, netip.Addr) error { return nil }
+func (nopHooks) TurnedAway(proxy.Workload)                                      {}
+func (nopHooks) NotServed(proxy.Workload, string, time.Duration, string)        {}
+
+func run() error {
+	flag.Parse()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	sink, err := listen(serveSink)
+	if err != nil {
+		return err
+	}
+	echo, err := listen(serveEcho)
+	if err != nil {
+		return err
+	}
+
+	doorSink, stopA, err := doorman(ctx, sink.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer stopA()
+	doorEcho, stopB, err := doorman(ctx, echo.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer stopB()
+	haSink, haEcho, stopHA, err := startHAProxy(sink.Addr().String(), echo.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer stopHA()
+
+	fmt.Printf("## Pass-through on loopback\n\n")
+	fmt.Printf("| path | 1 stream MiB/s | 8 streams MiB/s | latency p50 µs | latency p99 µs |\n|---|---|---|---|---|\n")
+	type row struct {
+		name     string
+		t1, t8   float64
+		p50, p99 time.Duration
+	}
+	var rows []row
+	for _, p := range []struct{ name, sink, echo string }{
+		{"direct", sink.Addr().String(), echo.Addr().String()},
+		{"haproxy 2.6 mode tcp", haSink, haEcho},
+		{"doorman", doorSink, doorEcho},
+	} {
+		t1, err := throughput(p.sink, 1)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		t8, err := throughput(p.sink, 8)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		p50, p99, err := latency(p.echo)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		rows = append(rows, row{p.name, t1, t8, p50, p99})
+		fmt.Printf("| %s | %.0f | %.0f | %.1f | %.1f |\n", p.name, t1, t8, us(p50), us(p99))
+	}
+	d, ha, dm := rows[0], rows[1], rows[2]
+	fmt.Printf("\nRatios, doorman / HAProxy: throughput 1 stream %.2f, 8 streams %.2f; added latency (over direct) p50 %.1f µs vs %.1f µs, p99 %.1f µs vs %.1f µs.\n\n",
+		dm.t1/ha.t1, dm.t8/ha.t8, us(dm.p50-d.p50), us(ha.p50-d.p50), us(dm.p99-d.p99), us(ha.p99-d.p99))
+
+	if err := heldMemory(ctx, *held); err != nil {
+		return err
+	}
+	fmt.Printf("\n## Wake to first byte\n\nFrom the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod.\n\n| held | p50 ms | p99 ms | max ms |\n|---|---|---|---|\n")
+	for _, n := range []int{1, 50, 256} {
+		p50, p99, mx, err := wakeToFirstByte(ctx, n)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %.2f | %.2f | %.2f |\n", n, ms(p50), ms(p99), ms(mx))
+	}
+	return nil
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func listen(serve func(net.Conn)) (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return ln, nil
+}
+
+func serveSink(c net.Conn) { defer c.Close(); _, _ = io.Copy(io.Discard, c) }
+
+func serveEcho(c net.Conn) { defer c.Close(); _, _ = io.Copy(c, c) }
+
+// doorman starts a proxy whose one route passes to backend (Ready at once).
+func doorman(ctx context.Context, backend string) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	table := proxy.NewTable()
+	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}}, table, nopHooks{}, metrics.New())
+	srv.Start(ctx)
+	r := proxy.Route{DoormanPort: port, Service: "b", PortName: "p", Workload: proxy.Workload{Namespace: "n", Name: "w", Phase: "Paused", MaxWait: time.Minute}}
+	table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(backend)})
+	if f := srv.SetRoutes([]proxy.Route{r}); len(f) > 0 {
+		return "", nil, fmt.Errorf("listening: %v", f)
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+func startHAProxy(sink, echo string) (string, string, func(), error) {
+	dir, err := os.MkdirTemp("", "doorman-bench-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	ports := make([]string, 2)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", "", nil, err
+		}
+		ports[i] = ln.Addr().String()
+		_ = ln.Close()
+	}
+	cfg := fmt.Sprintf(`global
+  maxconn 8000
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 600s
+  timeout server 600s
+frontend sink
+  bind %s
+  default_backend sink
+backend sink
+  server s %s
+frontend echo
+  bind %s
+  default_backend echo
+backend echo
+  server e %s
+`, ports[0], sink, ports[1], echo)
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", "", nil, err
+	}
+	cmd := exec.Command(*haproxy, "-f", path, "-db")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", "", nil, fmt.Errorf("starting HAProxy: %w", err)
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = os.RemoveAll(dir) }
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.Dial("tcp", ports[1])
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", "", nil, errors.New("HAProxy did not start listening")
+		}
+		time.Sleep(20 * time.Millisecond) // bounded wait for a child process
+	}
+	return ports[0], ports[1], stop, nil
+}
+
+// throughput writes 64 KiB chunks on n connections for -duration; MiB/s.
+func throughput(target string, n int) (float64, error) {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	end := time.Now().Add(*duration)
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", target)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for time.Now().Before(end) {
+				k, err := c.Write(buf)
+				total.Add(int64(k))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return float64(total.Load()) / (1 << 20) / time.Since(start).Seconds(), nil
+}
+
+// latency measures small request/response round trips on one kept-alive connection.
+func latency(target string) (p50, p99 time.Duration, err error) {
+	c, err := net.Dial("tcp", target)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	msg := []byte(strings.Repeat("x", 63) + "\n")
+	r := bufio.NewReader(c)
+	for range 200 { // warm up
+		_, _ = c.Write(msg)
+		if _, err := r.ReadSlice('\n'); err != nil {
+			return 0, 0, err
+		}
+	}
+	lat := make([]time.Duration, 0, *rounds)
+	for range *rounds {
+		t := time.Now()
+		if _, err := c.Write(msg); err != nil {
+			return 0, 0, err
+		}
+		if _, err := r.ReadSlice('\n'); err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
+
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func goMem() (heap, stacks int64) {
+	// Several cycles: each may halve a stack using under a quarter of it,
+	// as a long-held connection's stack is shrunk in steady state.
+	for range 4 {
+		runtime.GC()
+	}
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse), int64(m.StackInuse)
+}
+
+// heldMemory holds n connections (each sent an ordinary request) and
+// reports the doorman's memory per held connection.
+func heldMemory(ctx context.Context, n int) error {
+	table := proxy.NewTable()
+	m := metrics.New()
+	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
+	srv.Start(ctx)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	w := proxy.Workload{Namespace: "n", Name: "w", Phase: "Resuming", MaxWait: time.Hour}
+	if f := srv.SetRoutes([]proxy.Route{{DoormanPort: port, Service: "b", Workload: w}}); len(f) > 0 {
+		return fmt.Errorf("listening: %v", f)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	req := []byte("GET /api/items?page=2 HTTP/1.1\r\nHost: api.preview-42.svc\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
+	// The callers' side: connections made first, so only the doorman's
+	// side is in the difference.
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	beforeHeap, beforeStacks := goMem()
+	beforeRSS := rss()
+	for range n {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return fmt.Errorf("holding connection %d: %w", len(conns)+1, err)
+		}
+		if _, err := c.Write(req); err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for gaugeValue(m) < float64(n) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %v of %d held", gaugeValue(m), n)
+		}
+		time.Sleep(10 * time.Millisecond) // bounded wait for the accept loop
+	}
+	time.Sleep(200 * time.Millisecond) // let every held connection reach its wait
+	afterHeap, afterStacks := goMem()
+	afterRSS := rss()
+	fmt.Printf("## Memory per held connection\n\n%d connections held (each sent an ordinary 95-byte request), measured in the doorman's process (the callers' sockets are kernel memory, outside RSS):\n\n", n)
+	fmt.Printf("| measure | total | per connection |\n|---|---|---|\n")
+	for _, r := range []struct {
+		name string
+		d    int64
+	}{{"Go heap in use", afterHeap - beforeHeap}, {"goroutine stacks in use", afterStacks - beforeStacks}, {"Go heap + stacks", afterHeap + afterStacks - beforeHeap - beforeStacks}} {
+		fmt.Printf("| %s | %.1f MiB | %.2f KiB |\n", r.name, float64(r.d)/(1<<20), float64(r.d)/float64(n)/1024)
+	}
+	fmt.Printf("| process RSS | %.1f MiB | %.2f KiB |\n", float64(afterRSS-beforeRSS)/(1<<20), float64(afterRSS-beforeRSS)/float64(n)/1024)
+	return nil
+}
+
+// oneSourceLimits are the default caps, except that one source (this
+// program) may hold every connection of one workload.
+func oneSourceLimits() proxy.Limits {
+	l := proxy.DefaultLimits()
+	l.HeldPerWorkload, l.HeldPerSource, l.HeldPerSourceWorkload = l.Held, l.Held, l.Held
+	return l
+}
+
+func gaugeValue(m *metrics.Metrics) float64 {
+	mf, err := m.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, f := range mf {
+		if f.GetName() == "napwake_doorman_held_connections" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// wakeToFirstByte holds n callers, then marks the pod Ready and measures
+// until each caller's first byte reaches the pod.
+func wakeToFirstByte(ctx context.Context, n int) (p50, p99, mx time.Duration, err error) {
+	var mu sync.Mutex
+	var arrivals []time.Time
+	got := make(chan struct{}, n)
+	pod, err := listen(func(c net.Conn) {
+		defer c.Close()
+		b := make([]byte, 1)
+		if _, err := c.Read(b); err == nil {
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			mu.Unlock()
+			got <- struct{}{}
+		}
+		_, _ = io.Copy(io.Discard, c)
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer pod.Close()
+	table := proxy.NewTable()
+	m := metrics.New()
+	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
+	srv.Start(ctx)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	port, err := freePort()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	r := proxy.Route{DoormanPort: port, Service: "b", Workload: proxy.Workload{Namespace: "n", Name: "w", Phase: "Resuming", MaxWait: time.Minute}}
+	if f := srv.SetRoutes([]proxy.Route{r}); len(f) > 0 {
+		return 0, 0, 0, fmt.Errorf("listening: %v", f)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for range n {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		conns = append(conns, c)
+		_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gaugeValue(m) < float64(n) {
+		if time.Now().After(deadline) {
+			return 0, 0, 0, errors.New("callers not held")
+		}
+		time.Sleep(5 * time.Millisecond) // bounded wait for the accept loop
+	}
+	time.Sleep(100 * time.Millisecond) // every handler at its wait
+	t0 := time.Now()
+	table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(pod.Addr().String())})
+	timeout := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-got:
+		case <-timeout:
+			return 0, 0, 0, errors.New("not every held caller reached the pod")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	d := make([]time.Duration, len(arrivals))
+	for i, a := range arrivals {
+		d[i] = a.Sub(t0)
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[(len(d)*99+99)/100-1], d[len(d)-1], nil
+}
