@@ -21,10 +21,17 @@ GOWORK=off go -C hack/tools build -o "$root/bin/imagebuild" ./imagebuild
 "$root/bin/imagebuild" --binary "$out/sampleapp" --image napwake.local/napwake-sampleapp:e2e --out "$out/images/sampleapp.tar" >/dev/null
 "$here/testbed/cluster.sh" load-image "$out"/images/*.tar
 
-if [ -x "$here/install-napwake.sh" ]; then
-  "$here/install-napwake.sh"
-  export NAPWAKE_E2E_NAMESPACE=napwake-system
-fi
+step "Building kubectl-napwake and a second doorman image tag for the upgrade scenario"
+CGO_ENABLED=0 go build -trimpath -o "$out/kubectl-napwake" ./kubectl-napwake
+upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
+"$root/bin/imagebuild" --binary "$root/bin/doorman" --image "napwake.local/napwake-doorman:$upgrade_tag" \
+  --out "$out/images/doorman-upgrade.tar.e2e" >/dev/null
+"$here/testbed/cluster.sh" load-image "$out/images/doorman-upgrade.tar.e2e"
+"$here/install-napwake.sh"
+export NAPWAKE_E2E_NAMESPACE=napwake-system
+export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"
+export NAPWAKE_E2E_UPGRADE_DOORMAN="'$here/install-napwake.sh' --set doorman.image.tag=$upgrade_tag"
+export NAPWAKE_E2E_COLDSTART_OUT="$out/coldstart.txt"
 
 step "Running the end-to-end suite inside the node's network namespace"
 args=(-test.timeout 40m -ginkgo.v -ginkgo.no-color)

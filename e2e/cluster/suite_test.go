@@ -55,3 +55,48 @@ var _ = Describe("The local cluster", func() {
 		inNamespace("smoke", nil, scenarioClusterSmoke)
 	})
 })
+
+// The Napwake scenarios need Napwake installed (hack/e2e.sh does it).
+var _ = Describe("Napwake", Ordered, func() {
+	BeforeAll(func() {
+		if os.Getenv("NAPWAKE_E2E_NAMESPACE") == "" {
+			Fail("Napwake is not installed: run the suite through hack/e2e.sh (make e2e)")
+		}
+	})
+	It("pauses a Deployment opted in by label once it is idle, and routes its Service to the doorman", func() {
+		inNamespace("idle", nil, scenarioPausesWhenIdle)
+	})
+	It("holds a request from a client pod, wakes the workload and answers from the app", func() {
+		inNamespace("request", nil, scenarioWokenByRequest)
+	})
+	It("gives a browser the waking-up page, and a reload reaches the app", func() {
+		inNamespace("browser", nil, scenarioBrowserGetsWakingPage)
+	})
+	It("answers a known probe 503 and a hidden file 404, waking nothing", func() {
+		inNamespace("probes", nil, scenarioProbesWakeNothing)
+	})
+	It("wakes a server-speaks-first service after 3 s of silence and passes the greeting on", func() {
+		inNamespace("greet", nil, scenarioServerSpeaksFirst)
+	})
+	It("pauses and wakes a StatefulSet with its replica count intact", func() {
+		inNamespace("sts", nil, scenarioStatefulSet)
+	})
+	It("moves routes off a deleted doorman pod, and a request still wakes", func() {
+		inNamespace("doorman", nil, scenarioDoormanPodDeleted)
+	})
+	It("never loses a workload when the operator restarts mid-pause", func() {
+		inNamespace("restart", nil, scenarioOperatorRestartMidPause)
+	})
+	It("drives status, wake --wait and pause --wait with kubectl napwake", func() {
+		inNamespace("cli", nil, scenarioKubectlPlugin)
+	})
+	It("keeps paused workloads paused and routed through a doorman-only Helm upgrade", func() {
+		inNamespace("upgrade", nil, scenarioDoormanUpgrade)
+	})
+	It("adds at most 100 ms to a cold start at p99 over 20 wakes", func() {
+		inNamespace("coldstart", nil, func(ctx context.Context, ns string) {
+			overheads := scenarioColdStartOverhead(ctx, ns, 20)
+			Expect(overheads[len(overheads)*99/100]).To(BeNumerically("<=", 100*time.Millisecond))
+		})
+	})
+})

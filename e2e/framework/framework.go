@@ -284,3 +284,35 @@ func envOr(k, def string) string {
 	}
 	return def
 }
+
+// StatefulSet renders the app as a StatefulSet with a headless governing
+// Service of its own (<name>-pods) besides the ClusterIP Service.
+func (a SampleApp) StatefulSet() *appsv1.StatefulSet {
+	d := a.Deployment()
+	return &appsv1.StatefulSet{
+		ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            d.Spec.Replicas,
+			Selector:            d.Spec.Selector,
+			ServiceName:         a.Name + "-pods",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Template:            d.Spec.Template,
+		},
+	}
+}
+
+// DeployStatefulSet creates the app as a StatefulSet with its Services.
+func (f *Framework) DeployStatefulSet(ctx context.Context, a SampleApp) error {
+	headless := a.Service()
+	headless.Name = a.Name + "-pods"
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	for _, s := range []*corev1.Service{headless, a.Service()} {
+		if _, err := f.Clientset.CoreV1().Services(a.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Service %s/%s: %w", a.Namespace, s.Name, err)
+		}
+	}
+	if _, err := f.Clientset.AppsV1().StatefulSets(a.Namespace).Create(ctx, a.StatefulSet(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating StatefulSet %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,383 @@
+//go:build e2e
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/e2e/framework"
+)
+
+// napwakeNS is where hack/install-napwake.sh installed the chart.
+var napwakeNS = envOr("NAPWAKE_E2E_NAMESPACE", "napwake-system")
+
+const (
+	optIn = napwakev1alpha1.LabelEnabled
+	// A long idleAfter keeps a workload up until a scenario pauses it on purpose.
+	longIdle = "30m"
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// optedIn is a sample app labelled for Napwake with the given idle-after.
+func optedIn(name, ns string, replicas int32, idleAfter string) framework.SampleApp {
+	return framework.SampleApp{
+		Name: name, Namespace: ns, Replicas: replicas, StartupDelay: 2 * time.Second,
+		Labels:      map[string]string{optIn: "true"},
+		Annotations: map[string]string{napwakev1alpha1.AnnotationIdleAfter: idleAfter},
+	}
+}
+
+// deployRunning deploys app and waits for its ManagedWorkload to be Running
+// with every replica Ready.
+func deployRunning(ctx context.Context, app framework.SampleApp) {
+	Expect(fw.Deploy(ctx, app)).To(Succeed())
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, app.Namespace, app.Name) }).Should(Equal(app.Replicas))
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, app.Namespace, app.Name) }).
+		WithTimeout(time.Minute).Should(Equal(napwakev1alpha1.PhaseRunning))
+}
+
+// expectPausedAndRouted waits until the workload is Paused with no pod left
+// and its Service's EndpointSlices lead to the Ready doorman pods.
+func expectPausedAndRouted(ctx context.Context, ns, name string, timeout time.Duration) {
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, name) }).
+		WithTimeout(timeout).Should(Equal(napwakev1alpha1.PhasePaused))
+	Eventually(func() (bool, error) { return fw.PodsGone(ctx, ns, name) }).Should(BeTrue())
+	Eventually(func(g Gomega) {
+		doormen, err := fw.ReadyDoormanIPs(ctx, napwakeNS)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(doormen).NotTo(BeEmpty())
+		addrs, err := fw.DoormanSliceAddresses(ctx, ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(addrs).To(Equal(doormen), "the Service's Napwake EndpointSlices must list exactly the Ready doorman pods")
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
+
+// pauseNow asks for a pause and waits until it is Paused and routed.
+func pauseNow(ctx context.Context, ns, name string) {
+	Expect(fw.RequestPause(ctx, ns, name)).To(Succeed())
+	expectPausedAndRouted(ctx, ns, name, 90*time.Second)
+}
+
+func serviceURL(ctx context.Context, ns, name, path string) string {
+	ip, err := fw.ClusterIP(ctx, ns, name)
+	Expect(err).NotTo(HaveOccurred())
+	return "http://" + ip + path
+}
+
+// scenarioPausesWhenIdle (1): a Deployment opted in by label pauses after a
+// short idleAfter; its pods go; its Service leads to the doorman.
+func scenarioPausesWhenIdle(ctx context.Context, ns string) {
+	app := optedIn("idle", ns, 2, "1m")
+	deployRunning(ctx, app)
+	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mw.Status.PauseAt).NotTo(BeNil(), "a Running workload says when it will pause")
+	expectPausedAndRouted(ctx, ns, app.Name, 3*time.Minute)
+	mw, err = fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mw.Status.Pause).NotTo(BeNil())
+	Expect(mw.Status.Pause.Replicas).To(Equal(int32(2)), "the pause keeps the replica count a wake restores")
+	Expect(mw.Status.Pause.Reason).To(Equal(napwakev1alpha1.PauseIdle))
+	Expect(meta(mw, napwakev1alpha1.ConditionWakeOnRequest)).To(Equal("True/" + napwakev1alpha1.ReasonDoormanRouted))
+}
+
+// scenarioWokenByRequest (2): an HTTP request to the ClusterIP from a client
+// pod is held, the workload wakes, the response comes from the app.
+func scenarioWokenByRequest(ctx context.Context, ns string) {
+	app := optedIn("api", ns, 2, longIdle)
+	deployRunning(ctx, app)
+	pauseNow(ctx, ns, app.Name)
+
+	client := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "get", Image: framework.SampleAppImage, ImagePullPolicy: corev1.PullNever,
+				Args:            []string{"get", "--user-agent", "e2e-client/1", serviceURL(ctx, ns, app.Name, "/")},
+				SecurityContext: app.PodSpec(nil, nil).Containers[0].SecurityContext,
+			}},
+		},
+	}
+	Expect(fw.Client.Create(ctx, client)).To(Succeed())
+	Eventually(func() (corev1.PodPhase, error) {
+		p, err := fw.Clientset.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return p.Status.Phase, nil
+	}).WithTimeout(3 * time.Minute).Should(Equal(corev1.PodSucceeded))
+	logs, err := fw.Clientset.CoreV1().Pods(ns).GetLogs("client", &corev1.PodLogOptions{}).DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(logs)).To(ContainSubstring("200 OK"), "the held request got the app's answer, not an error")
+	Expect(string(logs)).To(ContainSubstring("hello from the sample app"))
+	GinkgoWriter.Printf("client pod saw: %s\n", strings.SplitN(string(logs), "\n", 2)[0])
+
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mw.Status.LastActivitySource).To(Equal(napwakev1alpha1.SourceRequest))
+	Expect(mw.Annotations).To(HaveKey(napwakev1alpha1.AnnotationLastRequest))
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, app.Name) }).Should(Equal(int32(2)), "a wake restores the replicas it had")
+	Eventually(func() ([]string, error) { return fw.DoormanSliceAddresses(ctx, ns, app.Name) }).Should(BeEmpty(),
+		"once Running, the doorman's slices go")
+}
+
+// scenarioColdStartOverhead measures, over n wakes, the time from a request
+// to its response minus the app's own pod-created → Ready time, and reports
+// the p50 and p99.
+func scenarioColdStartOverhead(ctx context.Context, ns string, n int) []time.Duration {
+	app := optedIn("cold", ns, 1, longIdle)
+	app.StartupDelay = time.Second
+	deployRunning(ctx, app)
+	url := serviceURL(ctx, ns, app.Name, "/")
+	var overheads []time.Duration
+	for i := 0; i < n; i++ {
+		pauseNow(ctx, ns, app.Name)
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		timer, done, err := fw.WatchPodReady(wctx, ns, app.Name)
+		Expect(err).NotTo(HaveOccurred())
+		resp, err := framework.HTTPGet(ctx, url, map[string]string{"User-Agent": "e2e-coldstart/1"}, 2*time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Status).To(Equal(200))
+		<-done
+		cancel()
+		Expect(timer.Ready.IsZero()).To(BeFalse())
+		overhead := resp.Elapsed - timer.Ready.Sub(timer.Created)
+		overheads = append(overheads, overhead)
+		GinkgoWriter.Printf("wake %d: response in %s, pod created→Ready %s, overhead %s\n",
+			i+1, resp.Elapsed.Round(time.Millisecond), timer.Ready.Sub(timer.Created).Round(time.Millisecond), overhead.Round(time.Millisecond))
+		Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	}
+	sort.Slice(overheads, func(i, j int) bool { return overheads[i] < overheads[j] })
+	p50, p99 := overheads[len(overheads)/2], overheads[(len(overheads)*99+99)/100-1]
+	AddReportEntry("cold-start overhead", fmt.Sprintf("n=%d p50=%s p99=%s max=%s", n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), overheads[len(overheads)-1].Round(time.Millisecond)))
+	if path := os.Getenv("NAPWAKE_E2E_COLDSTART_OUT"); path != "" {
+		_ = os.WriteFile(path, []byte(fmt.Sprintf("n=%d p50_ms=%d p99_ms=%d max_ms=%d\n", n, p50.Milliseconds(), p99.Milliseconds(), overheads[len(overheads)-1].Milliseconds())), 0o644)
+	}
+	return overheads
+}
+
+// scenarioBrowserGetsWakingPage (3): a browser-like request gets the waking-up
+// page with the spec's headers; a later reload reaches the app.
+func scenarioBrowserGetsWakingPage(ctx context.Context, ns string) {
+	app := optedIn("web", ns, 1, longIdle)
+	app.StartupDelay = 5 * time.Second
+	deployRunning(ctx, app)
+	pauseNow(ctx, ns, app.Name)
+	browser := map[string]string{
+		"User-Agent":     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
+		"Accept":         "text/html,application/xhtml+xml",
+		"Sec-Fetch-Mode": "navigate",
+	}
+	url := serviceURL(ctx, ns, app.Name, "/")
+	resp, err := framework.HTTPGet(ctx, url, browser, 10*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.Status).To(Equal(503))
+	Expect(resp.Elapsed).To(BeNumerically("<", 2*time.Second), "the page answers at once")
+	Expect(resp.Header.Get("Retry-After")).To(Equal("3"))
+	Expect(resp.Header.Get("Cache-Control")).To(ContainSubstring("no-store"))
+	Expect(resp.Header.Get("X-Robots-Tag")).To(ContainSubstring("noindex"))
+	Expect(resp.Header.Get("Content-Security-Policy")).To(ContainSubstring("img-src data:"))
+	Expect(resp.Body).NotTo(ContainSubstring(ns), "the page names no namespace")
+	Expect(resp.Body).NotTo(ContainSubstring("<script"), "the page runs no script")
+	// The browser reloads every 3 seconds; the first reload after a pod is Ready reaches the app.
+	Eventually(func(g Gomega) {
+		r, err := framework.HTTPGet(ctx, url, browser, 10*time.Second)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(r.Status).To(Equal(200))
+		g.Expect(r.Body).To(ContainSubstring("hello from the sample app"))
+	}).WithTimeout(2 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
+}
+
+// scenarioProbesWakeNothing (4): a known probe gets 503, a hidden file 404,
+// and neither wakes the workload for a minute after.
+func scenarioProbesWakeNothing(ctx context.Context, ns string) {
+	app := optedIn("quiet", ns, 1, longIdle)
+	deployRunning(ctx, app)
+	pauseNow(ctx, ns, app.Name)
+	probe, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/healthz"), map[string]string{"User-Agent": "kube-probe/1.37"}, 10*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(probe.Status).To(Equal(503))
+	Expect(probe.Header.Get("Connection")).To(Equal("close"))
+	hidden, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/.env"), map[string]string{"User-Agent": "curl/8.0"}, 10*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(hidden.Status).To(Equal(404))
+	Consistently(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).
+		WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Equal(napwakev1alpha1.PhasePaused))
+	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mw.Annotations).NotTo(HaveKey(napwakev1alpha1.AnnotationLastRequest))
+}
+
+// scenarioServerSpeaksFirst (5): a client that connects and waits, as for
+// MySQL, wakes the workload after 3 s of silence and gets the greeting.
+func scenarioServerSpeaksFirst(ctx context.Context, ns string) {
+	app := optedIn("db", ns, 1, longIdle)
+	app.Greet = true
+	deployRunning(ctx, app)
+	pauseNow(ctx, ns, app.Name)
+	ip, err := fw.ClusterIP(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	line, elapsed, err := framework.DialAndRead(ctx, ip+":3306", 2*time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(line).To(HavePrefix("GREETING from db-"))
+	Expect(elapsed).To(BeNumerically(">=", 3*time.Second), "silence for 3 s is what wakes it")
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+}
+
+// scenarioStatefulSet (6): a StatefulSet pauses and wakes with its replica
+// count intact.
+func scenarioStatefulSet(ctx context.Context, ns string) {
+	app := optedIn("store", ns, 3, longIdle)
+	Expect(fw.DeployStatefulSet(ctx, app)).To(Succeed())
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	Eventually(func() (int32, error) {
+		s, err := fw.Clientset.AppsV1().StatefulSets(ns).Get(ctx, app.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return s.Status.ReadyReplicas, nil
+	}).Should(Equal(int32(3)))
+	pauseNow(ctx, ns, app.Name)
+	s, err := fw.Clientset.AppsV1().StatefulSets(ns).Get(ctx, app.Name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ptr.Deref(s.Spec.Replicas, -1)).To(Equal(int32(0)))
+	Expect(fw.Annotate(ctx, ns, app.Name, map[string]string{napwakev1alpha1.AnnotationWakeRequested: time.Now().UTC().Format(time.RFC3339)})).To(Succeed())
+	Eventually(func() (int32, error) {
+		s, err := fw.Clientset.AppsV1().StatefulSets(ns).Get(ctx, app.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return s.Status.ReadyReplicas, nil
+	}).Should(Equal(int32(3)))
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mw.Status.LastActivitySource).To(Equal(napwakev1alpha1.SourceWakeRequested))
+}
+
+// scenarioDoormanPodDeleted (7): deleting a doorman pod while workloads are
+// paused moves their routes to the other, and a request still wakes.
+func scenarioDoormanPodDeleted(ctx context.Context, ns string) {
+	apps := []framework.SampleApp{optedIn("one", ns, 1, longIdle), optedIn("two", ns, 1, longIdle)}
+	for _, a := range apps {
+		deployRunning(ctx, a)
+		pauseNow(ctx, ns, a.Name)
+	}
+	pods, err := fw.Clientset.CoreV1().Pods(napwakeNS).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=doorman"})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(len(pods.Items)).To(BeNumerically(">=", 2))
+	victim := pods.Items[0]
+	Expect(fw.Clientset.CoreV1().Pods(napwakeNS).Delete(ctx, victim.Name, metav1.DeleteOptions{})).To(Succeed())
+	for _, a := range apps {
+		Eventually(func() ([]string, error) { return fw.DoormanSliceAddresses(ctx, ns, a.Name) }).
+			WithTimeout(30*time.Second).ShouldNot(ContainElement(victim.Status.PodIP), "routes leave the stopping doorman pod")
+	}
+	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, "one", "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.Status).To(Equal(200))
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, "one") }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	Expect(fw.Phase(ctx, ns, "two")).To(Equal(napwakev1alpha1.PhasePaused), "waking one workload wakes no other")
+}
+
+// scenarioOperatorRestartMidPause (8): the operator restarts in the middle of a
+// pause; the workload ends Paused or Running, never lost.
+func scenarioOperatorRestartMidPause(ctx context.Context, ns string) {
+	app := optedIn("crash", ns, 2, longIdle)
+	deployRunning(ctx, app)
+	Expect(fw.RequestPause(ctx, ns, app.Name)).To(Succeed())
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).
+		WithPolling(20 * time.Millisecond).Should(Or(Equal(napwakev1alpha1.PhasePausing), Equal(napwakev1alpha1.PhasePaused)))
+	Expect(fw.Clientset.CoreV1().Pods(napwakeNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+		metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})).To(Succeed())
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).
+		WithTimeout(3 * time.Minute).Should(Equal(napwakev1alpha1.PhasePaused))
+	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mw.Status.Pause.Replicas).To(Equal(int32(2)), "the replica count survived the restart")
+	Expect(fw.Annotate(ctx, ns, app.Name, map[string]string{napwakev1alpha1.AnnotationWakeRequested: time.Now().UTC().Format(time.RFC3339)})).To(Succeed())
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, app.Name) }).Should(Equal(int32(2)))
+}
+
+// scenarioKubectlPlugin (9): kubectl napwake status, wake --wait and pause --wait.
+func scenarioKubectlPlugin(ctx context.Context, ns string) {
+	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	app := optedIn("cli", ns, 1, longIdle)
+	deployRunning(ctx, app)
+	run := func(args ...string) string {
+		out, err := exec.CommandContext(ctx, plugin, append(args, "-n", ns)...).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		return string(out)
+	}
+	out := run("pause", app.Name, "--wait", "--timeout", "2m")
+	Expect(out).To(ContainSubstring("Paused"))
+	Expect(fw.Phase(ctx, ns, app.Name)).To(Equal(napwakev1alpha1.PhasePaused))
+	out = run("status")
+	Expect(out).To(ContainSubstring(app.Name))
+	Expect(out).To(ContainSubstring("Paused"))
+	out = run("wake", app.Name, "--wait", "--timeout", "2m")
+	Expect(out).To(ContainSubstring("Running"))
+	Expect(fw.Phase(ctx, ns, app.Name)).To(Equal(napwakev1alpha1.PhaseRunning))
+}
+
+// scenarioDoormanUpgrade (10): upgrading only the doorman's image with Helm
+// leaves paused workloads paused and routed, and the operator untouched.
+func scenarioDoormanUpgrade(ctx context.Context, ns string) {
+	upgrade := os.Getenv("NAPWAKE_E2E_UPGRADE_DOORMAN")
+	Expect(upgrade).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_UPGRADE_DOORMAN")
+	app := optedIn("upg", ns, 1, longIdle)
+	deployRunning(ctx, app)
+	pauseNow(ctx, ns, app.Name)
+	before, err := fw.Clientset.CoreV1().Pods(napwakeNS).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+	Expect(err).NotTo(HaveOccurred())
+	out, err := exec.CommandContext(ctx, "bash", "-c", upgrade).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	after, err := fw.Clientset.CoreV1().Pods(napwakeNS).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(uids(after.Items)).To(Equal(uids(before.Items)), "the operator's pods are untouched")
+	Expect(fw.Phase(ctx, ns, app.Name)).To(Equal(napwakev1alpha1.PhasePaused))
+	expectPausedAndRouted(ctx, ns, app.Name, time.Minute)
+	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.Status).To(Equal(200))
+}
+
+func uids(pods []corev1.Pod) []string {
+	var u []string
+	for _, p := range pods {
+		u = append(u, string(p.UID))
+	}
+	sort.Strings(u)
+	return u
+}
+
+// meta renders a condition as "Status/Reason" for compact assertions.
+func meta(mw *napwakev1alpha1.ManagedWorkload, condType string) string {
+	for _, c := range mw.Status.Conditions {
+		if c.Type == condType {
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	return "absent"
+}

@@ -1,0 +1,196 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+)
+
+// ManagedWorkload fetches one ManagedWorkload.
+func (f *Framework) ManagedWorkload(ctx context.Context, ns, name string) (*napwakev1alpha1.ManagedWorkload, error) {
+	mw := &napwakev1alpha1.ManagedWorkload{}
+	err := f.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, mw)
+	return mw, err
+}
+
+// Phase is the ManagedWorkload's status.phase ("" when it does not exist yet).
+func (f *Framework) Phase(ctx context.Context, ns, name string) napwakev1alpha1.Phase {
+	mw, err := f.ManagedWorkload(ctx, ns, name)
+	if err != nil {
+		return ""
+	}
+	return mw.Status.Phase
+}
+
+// Annotate merge-patches annotations onto a ManagedWorkload, as CI tooling
+// and `kubectl napwake` do.
+func (f *Framework) Annotate(ctx context.Context, ns, name string, ann map[string]string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	mw := &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	return f.Client.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch))
+}
+
+// RequestPause sets napwake.dev/pause-requested to now.
+func (f *Framework) RequestPause(ctx context.Context, ns, name string) error {
+	return f.Annotate(ctx, ns, name, map[string]string{napwakev1alpha1.AnnotationPauseRequested: time.Now().UTC().Format(time.RFC3339)})
+}
+
+// PodsOf counts the pods matching app=<name> that are not terminating.
+func (f *Framework) PodsOf(ctx context.Context, ns, app string) (int, error) {
+	pods, err := f.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PodsGone is true when no pod of the app is left at all.
+func (f *Framework) PodsGone(ctx context.Context, ns, app string) (bool, error) {
+	pods, err := f.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return false, err
+	}
+	return len(pods.Items) == 0, nil
+}
+
+// DoormanSliceAddresses returns the endpoint addresses of the EndpointSlices
+// Napwake wrote for a Service (managed-by napwake.dev), sorted.
+func (f *Framework) DoormanSliceAddresses(ctx context.Context, ns, service string) ([]string, error) {
+	sel := fmt.Sprintf("%s=%s,%s=%s", napwakev1alpha1.LabelServiceName, service,
+		napwakev1alpha1.LabelEndpointSliceManagedBy, napwakev1alpha1.EndpointSliceManager)
+	slices, err := f.Clientset.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if ptr.Deref(e.Conditions.Ready, true) {
+				addrs = append(addrs, e.Addresses...)
+			}
+		}
+	}
+	sort.Strings(addrs)
+	return addrs, nil
+}
+
+// DoormanSlices lists Napwake's EndpointSlices for a Service.
+func (f *Framework) DoormanSlices(ctx context.Context, ns, service string) ([]discoveryv1.EndpointSlice, error) {
+	sel := fmt.Sprintf("%s=%s,%s=%s", napwakev1alpha1.LabelServiceName, service,
+		napwakev1alpha1.LabelEndpointSliceManagedBy, napwakev1alpha1.EndpointSliceManager)
+	l, err := f.Clientset.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// ReadyDoormanIPs returns the IPs of the Ready doorman pods, sorted.
+func (f *Framework) ReadyDoormanIPs(ctx context.Context, napwakeNS string) ([]string, error) {
+	pods, err := f.Clientset.CoreV1().Pods(napwakeNS).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=doorman"})
+	if err != nil {
+		return nil, err
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	sort.Strings(ips)
+	return ips, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Events lists the events about one object, by reason.
+func (f *Framework) EventReasons(ctx context.Context, ns, kind, name string) ([]string, error) {
+	evs, err := f.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fmt.Sprintf("involvedObject.kind=%s,involvedObject.name=%s", kind, name),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var reasons []string
+	for _, e := range evs.Items {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons, nil
+}
+
+// PodReadyTimer watches an app's pods and records, with this process's
+// clock, when the first one was created and when the first became Ready:
+// the app's own start-up time, which the cold-start overhead subtracts.
+type PodReadyTimer struct {
+	Created, Ready time.Time
+}
+
+// WatchPodReady starts recording; it stops when ctx ends or a pod is Ready.
+func (f *Framework) WatchPodReady(ctx context.Context, ns, app string) (*PodReadyTimer, <-chan struct{}, error) {
+	w, err := f.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &PodReadyTimer{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || p.DeletionTimestamp != nil {
+				continue
+			}
+			now := time.Now()
+			if t.Created.IsZero() {
+				t.Created = now
+			}
+			if podReady(p) {
+				t.Ready = now
+				return
+			}
+		}
+	}()
+	return t, done, nil
+}
+
+// DialAndRead connects to addr, optionally sends nothing for a while, and
+// returns the first line the server sends (for server-speaks-first apps).
+func DialAndRead(ctx context.Context, addr string, timeout time.Duration) (string, time.Duration, error) {
+	start := time.Now()
+	d := net.Dialer{Timeout: 10 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", 0, err
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	return string(buf[:n]), time.Since(start), err
+}

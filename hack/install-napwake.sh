@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs (or upgrades) Napwake with its Helm chart on the local test bed,
+# from the images `make images` built and `hack/e2e.sh` loaded:
+#
+#   hack/install-napwake.sh [--set key=value ...]   install or upgrade, wait for the rollout
+#   hack/install-napwake.sh uninstall
+#
+# helm is the pinned one hack/helm builds into bin/ (the Go module proxy is
+# the only way in; no helm release binary can be downloaded here). It runs
+# inside the node's network namespace, where the API server is.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+source "$here/testbed/lib.sh"
+NS=${NAPWAKE_NAMESPACE:-napwake-system}
+RELEASE=${NAPWAKE_RELEASE:-napwake}
+
+[ -x "$root/bin/helm" ] || { step "Building the pinned helm into bin/"; "$here/helm/build.sh"; }
+run() {
+  if [ -n "${KUBECONFIG:-}" ] && [ -z "${NAPWAKE_USE_TESTBED:-}" ] && [ ! -e /var/run/netns/napwake-node ]; then
+    "$@"
+  else
+    "$here/testbed/cluster.sh" exec "$@"
+  fi
+}
+
+if [ "${1:-}" = uninstall ]; then
+  step "Uninstalling $RELEASE from $NS"
+  run "$root/bin/helm" uninstall "$RELEASE" -n "$NS" --wait --ignore-not-found
+  exit 0
+fi
+
+args=()
+for c in operator doorman forwarder; do
+  args+=(--set "$c.image.repository=napwake.local/napwake-$c" --set "$c.image.tag=$(cat "$root/$c/VERSION")")
+done
+step "Installing Napwake ($RELEASE in $NS) with charts/napwake"
+run "$root/bin/helm" upgrade --install "$RELEASE" "$root/charts/napwake" -n "$NS" --create-namespace \
+  "${args[@]}" "$@" --wait --timeout 3m
+run kubectl get pods -n "$NS" -o wide
