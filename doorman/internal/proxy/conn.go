@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -80,36 +81,29 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 // pod and passes it on.
 func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int, r Route, removed bool, src netip.Addr) (wait func()) {
 	start := s.cfg.Clock.Now()
-	deadline := start.Add(r.Workload.maxWait())
+	deadline := time.Now().Add(r.Workload.maxWait()) // real time: it becomes a socket deadline
 	key := r.Key()
 	w := r.Workload
 	opts := classify.Options{ExtraAgents: s.cfg.ExtraAgents, Page: w.Page,
 		Ask: w.Ask && w.Phase != string(v1alpha1.PhaseResuming)}
 
-	silence := time.NewTimer(s.cfg.Silence)
-	defer silence.Stop()
+	silenceAt := time.Now().Add(s.cfg.Silence)
 	var res classify.Result
 	for {
-		buf, err, more := h.snapshot()
-		final := err != nil
-		res = classify.Classify(buf, final, opts)
+		res = classify.Classify(h.buf, h.err != nil, opts)
 		if res.Kind != classify.NeedMore {
-			if err != nil && !res.Kind.Answered() {
+			if h.err != nil && !res.Kind.Answered() {
 				return nil // the caller left: never passed on, wakes nothing
 			}
 			break
 		}
-		// A pod may turn Ready while the caller is still sending: checkers
-		// are answered only while none is, so keep watching.
-		select {
-		case <-more:
-		case <-silence.C:
-			res = classify.Classify(buf, true, opts)
-		case <-ctx.Done():
-			return nil
-		}
-		if res.Kind != classify.NeedMore {
+		err := h.readUntil(ctx, silenceAt)
+		if isTimeout(err) {
+			res = classify.Classify(h.buf, true, opts)
 			break
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 
@@ -170,71 +164,61 @@ func (s *Server) answer(ctx context.Context, h *heldConn, res classify.Result, r
 }
 
 // waitAndPass holds the connection until a Ready pod and a passing place,
-// waking the workload when asked, then passes it on.
+// waking the workload when asked, then passes it on. It waits by reading
+// from the caller (so a caller who leaves is let go at once) until the
+// deadline or an interrupt from the endpoints table or a freed place: one
+// goroutine per held connection, and no buffer while it is quiet.
 func (s *Server) waitAndPass(ctx context.Context, h *heldConn, release func(), port int, r Route, removed bool, src netip.Addr, start, deadline time.Time, wake bool) {
 	key := r.Key()
 	if wake {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go s.wakeLoop(wctx, r, src, deadline)
+		go s.wakeLoop(wctx, r, src, s.cfg.Clock.Now().Add(r.Workload.maxWait()))
 	}
-	waitTimer := s.cfg.Clock.NewTimer(deadline.Sub(s.cfg.Clock.Now()))
-	defer waitTimer.Stop()
 	var lastDialErr error
+	var retryAt time.Time
 	for {
-		eps, changed := s.table.Endpoints(key)
-		s.mu.Lock()
-		freed := s.freed
-		s.mu.Unlock()
+		eps, cancelWatch := s.table.Subscribe(key, h.interrupt)
+		cancelFreed := func() {}
+		until := deadline
 		if len(eps) > 0 {
-			if ok, _ := s.passing.take(s.passingKeys(src)); ok {
+			if time.Now().Before(retryAt) {
+				until = retryAt
+			} else if ok, _ := s.passing.take(s.passingKeys(src)); ok {
+				cancelWatch()
 				err := s.pass(ctx, h.c, h, port, key, src, eps, func() {
 					release()
 					s.metrics.Wakes.WithLabelValues(metrics.ResultWoken).Inc()
 					s.metrics.Wait.Observe(s.cfg.Clock.Since(start).Seconds())
 				})
-				if err == nil {
-					return
-				}
-				if errors.Is(err, errCallerLeft) {
+				if err == nil || errors.Is(err, errCallerLeft) {
 					return
 				}
 				lastDialErr = err
-				retry := s.cfg.Clock.NewTimer(s.cfg.DialRetry)
-				select {
-				case <-retry.C():
-				case <-waitTimer.C():
-					retry.Stop()
-					s.giveUp(r, metrics.ResultFailed, start, fmt.Sprintf("the woken pods could not be reached: %v", lastDialErr))
-					return
-				case <-ctx.Done():
-					retry.Stop()
-					return
-				}
+				retryAt = time.Now().Add(s.cfg.DialRetry)
 				continue
+			} else {
+				cancelFreed = s.onFreed(h.interrupt)
 			}
 		}
-		_, err, more := h.snapshot()
-		if err != nil {
-			return // the caller left
+		err := h.readUntil(ctx, until)
+		cancelWatch()
+		cancelFreed()
+		if err == nil || errors.Is(err, errInterrupted) || (isTimeout(err) && time.Now().Before(deadline)) {
+			continue
 		}
-		select {
-		case <-changed:
-		case <-freed:
-		case <-more:
-		case <-waitTimer.C():
-			why := "no pod was Ready within maxWait"
-			result := metrics.ResultTimedOut
-			if lastDialErr != nil {
-				why, result = fmt.Sprintf("the woken pods could not be reached: %v", lastDialErr), metrics.ResultFailed
-			} else if len(eps) > 0 {
-				why = "every passing place was taken until maxWait"
-			}
-			s.giveUp(r, result, start, why)
-			return
-		case <-ctx.Done():
-			return
+		if !isTimeout(err) {
+			return // the caller left, or the doorman is closing
 		}
+		why := "no pod was Ready within maxWait"
+		result := metrics.ResultTimedOut
+		if lastDialErr != nil {
+			why, result = fmt.Sprintf("the woken pods could not be reached: %v", lastDialErr), metrics.ResultFailed
+		} else if len(eps) > 0 {
+			why = "every passing place was taken until maxWait"
+		}
+		s.giveUp(r, result, start, why)
+		return
 	}
 }
 
@@ -253,10 +237,7 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 	pkeys := s.passingKeys(src)
 	defer func() {
 		s.passing.give(pkeys)
-		s.mu.Lock()
-		close(s.freed)
-		s.freed = make(chan struct{})
-		s.mu.Unlock()
+		s.notifyFreed()
 	}()
 	backend, err := s.dial(ctx, eps)
 	if err != nil {
@@ -269,12 +250,10 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 	defer s.untrack(backend)
 	var replay []byte
 	if h != nil {
-		h.stop()
-		buf, rerr, _ := h.snapshot()
-		if rerr != nil {
+		if !h.handOver() {
 			return errCallerLeft // never passed on
 		}
-		replay = buf
+		replay = h.buf
 	}
 	if len(replay) > 0 {
 		if _, err := backend.Write(replay); err != nil {
@@ -376,135 +355,180 @@ func remoteAddr(c net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
-// heldConn reads a held caller's bytes in the background, within the byte
-// budgets, so a caller who gives up is let go at once.
+// heldConn is a held caller and the bytes read from it, within the byte
+// budgets. Its own goroutine reads it; others only interrupt the read.
 type heldConn struct {
-	s    *Server
-	c    *net.TCPConn
-	ctx  context.Context
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	s   *Server
+	c   *net.TCPConn
+	rc  syscall.RawConn
+	buf []byte
+	err error // why the caller is gone: io.EOF when it closed
 
-	mu      sync.Mutex
-	buf     []byte
-	err     error
-	more    chan struct{}
 	counted int // bytes taken from the shared budget
+
+	mu          sync.Mutex
+	interrupted bool
+	passed      bool
+	poke        chan struct{}
 }
 
-func (s *Server) newHeld(ctx context.Context, c *net.TCPConn) *heldConn {
-	h := &heldConn{s: s, c: c, ctx: ctx, quit: make(chan struct{}), done: make(chan struct{}), more: make(chan struct{})}
-	go h.read()
+// errInterrupted: a wait was cut short to look at the endpoints again.
+var errInterrupted = errors.New("interrupted")
+
+func (s *Server) newHeld(_ context.Context, c *net.TCPConn) *heldConn {
+	h := &heldConn{s: s, c: c, poke: make(chan struct{}, 1)}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		h.err = err
+	}
+	h.rc = rc
 	return h
 }
 
-// snapshot returns the bytes so far, the read error (io.EOF when the caller
-// closed) and a channel closed when either changes.
-func (h *heldConn) snapshot() ([]byte, error, <-chan struct{}) {
+// interrupt cuts the current or next wait short. It may be called from any
+// goroutine, and does nothing once the connection was passed on.
+func (h *heldConn) interrupt() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.buf, h.err, h.more
-}
-
-func (h *heldConn) read() {
-	defer close(h.done)
-	l := h.s.cfg.Limits
-	rc, err := h.c.SyscallConn()
-	if err != nil {
-		h.fail(err)
+	if h.passed {
 		return
 	}
-	for {
-		// Room: the free bytes first, then the shared budget, up to the
-		// per-connection cap; beyond it the caller waits in the network.
-		h.mu.Lock()
-		n := len(h.buf)
-		h.mu.Unlock()
-		want := readChunk
-		if n >= l.FreeBytes+l.ConnBytes {
-			<-h.quit
-			return
-		}
-		if n >= l.FreeBytes {
-			want = min(want, l.FreeBytes+l.ConnBytes-n)
-			got := h.s.bytes.take(h.ctx, h.quit, want)
-			if got == 0 {
-				return
-			}
-			h.mu.Lock()
-			h.counted += got
-			h.mu.Unlock()
-			want = got
-		} else {
-			want = min(want, l.FreeBytes-n)
-		}
-		// Wait for bytes without a buffer: a held connection costs no
-		// read buffer while its caller is quiet, only while reading.
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			bp := readBufs.Get().(*[]byte)
-			defer readBufs.Put(bp)
-			k, e := unix.Read(int(fd), (*bp)[:want])
-			if e == unix.EAGAIN || e == unix.EINTR {
-				return false
-			}
-			switch {
-			case e != nil:
-				rerr = e
-			case k == 0:
-				rerr = io.EOF
-			default:
-				h.mu.Lock()
-				h.buf = append(h.buf, (*bp)[:k]...)
-				h.mu.Unlock()
-			}
-			return true
-		})
-		if err == nil {
-			err = rerr
-		}
-		if err != nil && isTimeout(err) {
-			return // stop() interrupted the wait
-		}
-		h.fail(err)
-		if err != nil {
-			return
+	h.interrupted = true
+	_ = h.c.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case h.poke <- struct{}{}:
+	default:
+	}
+}
+
+// takeInterrupt reports and clears a pending interrupt.
+func (h *heldConn) takeInterrupt() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	was := h.interrupted
+	h.interrupted = false
+	select {
+	case <-h.poke:
+	default:
+	}
+	return was
+}
+
+// handOver ends holding: no interrupt touches the connection after it.
+// It reports false when the caller has left.
+func (h *heldConn) handOver() bool {
+	h.mu.Lock()
+	h.passed = true
+	h.mu.Unlock()
+	_ = h.c.SetReadDeadline(time.Time{})
+	return h.err == nil
+}
+
+// room returns how many bytes the next read may take: the free bytes
+// first, then the shared budget up to the per-connection cap. 0 means
+// none now: the caller waits in the network.
+func (h *heldConn) room() int {
+	l := h.s.cfg.Limits
+	n := len(h.buf)
+	if n < l.FreeBytes {
+		return min(readChunk, l.FreeBytes-n)
+	}
+	if n >= l.FreeBytes+l.ConnBytes {
+		return 0
+	}
+	got := h.s.bytes.tryTake(min(readChunk, l.FreeBytes+l.ConnBytes-n))
+	h.counted += got
+	return got
+}
+
+// readUntil waits for the caller's next bytes (appended to buf) until
+// deadline. It returns nil after a read, errInterrupted, a timeout error
+// at the deadline, or why the caller is gone (also kept in err).
+func (h *heldConn) readUntil(ctx context.Context, deadline time.Time) error {
+	if h.err != nil {
+		return h.err
+	}
+	want := h.room()
+	if want == 0 {
+		// No room to read: wait for an interrupt, freed bytes or the deadline.
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-h.poke:
+			h.takeInterrupt()
+			return errInterrupted
+		case <-h.s.bytes.freedChan():
+			return errInterrupted
+		case <-t.C:
+			return os.ErrDeadlineExceeded
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
+	_ = h.c.SetReadDeadline(deadline)
+	if h.takeInterrupt() {
+		h.s.bytes.give(h.unused(want))
+		return errInterrupted
+	}
+	// Wait for bytes without a buffer: a held connection costs no read
+	// buffer while its caller is quiet, only while reading.
+	read := 0
+	var rerr error
+	err := h.rc.Read(func(fd uintptr) bool {
+		bp := readBufs.Get().(*[]byte)
+		defer readBufs.Put(bp)
+		k, e := unix.Read(int(fd), (*bp)[:want])
+		if e == unix.EAGAIN || e == unix.EINTR {
+			return false
+		}
+		switch {
+		case e != nil:
+			rerr = e
+		case k == 0:
+			rerr = io.EOF
+		default:
+			h.buf = append(h.buf, (*bp)[:k]...)
+			read = k
+		}
+		return true
+	})
+	h.s.bytes.give(h.unused(want - read))
+	if err == nil {
+		err = rerr
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isTimeout(err):
+		if h.takeInterrupt() || time.Now().Before(deadline) {
+			return errInterrupted
+		}
+		return err
+	}
+	h.err = err
+	return err
+}
+
+// unused gives back n counted bytes a read did not use; it returns how many.
+func (h *heldConn) unused(n int) int {
+	l := h.s.cfg.Limits
+	over := max(len(h.buf)+n-l.FreeBytes, 0) // the part of n that was counted
+	back := min(n, over, h.counted)
+	h.counted -= back
+	return back
 }
 
 // readBufs lends read buffers only for the moment bytes are copied out.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
-// fail records err (nil: new bytes) and wakes the handler.
-func (h *heldConn) fail(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err != nil && h.err == nil {
-		h.err = err
-	}
-	close(h.more)
-	h.more = make(chan struct{})
-}
-
-// stop ends the background reads and waits for them; the bytes read stay.
-func (h *heldConn) stop() {
-	h.once.Do(func() {
-		close(h.quit)
-		_ = h.c.SetReadDeadline(time.Unix(1, 0))
-		<-h.done
-		_ = h.c.SetReadDeadline(time.Time{})
-	})
-}
+// stop is kept for the answer path: nothing reads in the background.
+func (h *heldConn) stop() { _ = h.c.SetReadDeadline(time.Time{}) }
 
 // releaseBytes gives the shared budget back once the bytes are replayed.
 func (h *heldConn) releaseBytes() {
-	h.mu.Lock()
 	n := h.counted
 	h.counted = 0
 	h.buf = nil
-	h.mu.Unlock()
 	h.s.bytes.give(n)
 }
 

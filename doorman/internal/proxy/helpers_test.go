@@ -2,14 +2,14 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
-	"syscall"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,12 +260,10 @@ func closedAtOnce(c net.Conn) bool {
 	return n == 0 && err != nil && !isTimeout(err)
 }
 
-
 func netipAddrPort(t testing.TB, port int) []netip.AddrPort {
 	t.Helper()
 	return []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))}
 }
-
 
 func (r *recorder) lists() (wakes, notServed []string) {
 	r.mu.Lock()

@@ -190,6 +190,22 @@ func (b *byteBudget) take(ctx context.Context, stop <-chan struct{}, n int) int 
 	}
 }
 
+// tryTake takes up to n bytes without waiting; it returns how many.
+func (b *byteBudget) tryTake(n int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got := min(n, b.free)
+	b.free -= got
+	return got
+}
+
+// freedChan is closed the next time bytes are given back.
+func (b *byteBudget) freedChan() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.freed
+}
+
 func (b *byteBudget) give(n int) {
 	if n <= 0 {
 		return

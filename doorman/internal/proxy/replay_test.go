@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"bytes"
-		"testing"
+	"testing"
 	"time"
 
 	"napwake.dev/doorman/internal/classify"

@@ -121,7 +121,8 @@ type Server struct {
 	closing   bool
 	conns     map[*net.TCPConn]int // live connections (callers and pods) by doorman port
 	wg        sync.WaitGroup
-	freed     chan struct{} // closed and replaced when a passing place frees
+	freedSubs map[uint64]func() // called once when a passing place frees
+	nextFreed uint64
 	lastWake  map[string]time.Time
 }
 
@@ -138,12 +139,12 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 	cfg.defaults()
 	return &Server{
 		cfg: cfg, table: table, hooks: hooks, metrics: m,
-		held:    counter{per: map[string]int{}},
-		passing: counter{per: map[string]int{}},
-		wakes:   newWakeLimiter(cfg.Limits, cfg.Clock),
-		bytes:   newByteBudget(cfg.Limits.TotalBytes),
+		held:      counter{per: map[string]int{}},
+		passing:   counter{per: map[string]int{}},
+		wakes:     newWakeLimiter(cfg.Limits, cfg.Clock),
+		bytes:     newByteBudget(cfg.Limits.TotalBytes),
 		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
-		freed: make(chan struct{}), lastWake: map[string]time.Time{},
+		freedSubs: map[uint64]func(){}, lastWake: map[string]time.Time{},
 	}
 }
 
@@ -268,6 +269,30 @@ func (s *Server) accept(port int, pl *portListener) {
 		}
 		s.wg.Add(1)
 		go s.serveConn(c, port, pl)
+	}
+}
+
+// onFreed calls fn once when a passing place frees, unless cancelled first.
+func (s *Server) onFreed(fn func()) (cancel func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextFreed++
+	id := s.nextFreed
+	s.freedSubs[id] = fn
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.freedSubs, id)
+	}
+}
+
+func (s *Server) notifyFreed() {
+	s.mu.Lock()
+	subs := s.freedSubs
+	s.freedSubs = map[uint64]func(){}
+	s.mu.Unlock()
+	for _, fn := range subs {
+		fn()
 	}
 }
 

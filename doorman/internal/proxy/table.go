@@ -51,11 +51,13 @@ type Table struct {
 	mu        sync.Mutex
 	endpoints map[ServiceKey][]netip.AddrPort
 	changed   map[ServiceKey]chan struct{}
+	subs      map[ServiceKey]map[uint64]func()
+	nextSub   uint64
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{endpoints: map[ServiceKey][]netip.AddrPort{}, changed: map[ServiceKey]chan struct{}{}}
+	return &Table{endpoints: map[ServiceKey][]netip.AddrPort{}, changed: map[ServiceKey]chan struct{}{}, subs: map[ServiceKey]map[uint64]func(){}}
 }
 
 // Endpoints returns the Ready endpoints of k and a channel closed on their
@@ -71,10 +73,43 @@ func (t *Table) Endpoints(k ServiceKey) ([]netip.AddrPort, <-chan struct{}) {
 	return t.endpoints[k], ch
 }
 
+// Subscribe returns the Ready endpoints of k and calls fn once on their
+// next change, unless cancel is called first. A held connection waits
+// this way without a goroutine of its own.
+func (t *Table) Subscribe(k ServiceKey, fn func()) (eps []netip.AddrPort, cancel func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nextSub++
+	id := t.nextSub
+	m, ok := t.subs[k]
+	if !ok {
+		m = map[uint64]func(){}
+		t.subs[k] = m
+	}
+	m[id] = fn
+	return t.endpoints[k], func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if m, ok := t.subs[k]; ok {
+			delete(m, id)
+			if len(m) == 0 {
+				delete(t.subs, k)
+			}
+		}
+	}
+}
+
 // SetEndpoints replaces the Ready endpoints of k and wakes its waiters.
 // The caller has already applied the dial rules.
 func (t *Table) SetEndpoints(k ServiceKey, eps []netip.AddrPort) {
 	t.mu.Lock()
+	subs := t.subs[k]
+	delete(t.subs, k)
+	defer func() {
+		for _, fn := range subs {
+			fn()
+		}
+	}()
 	defer t.mu.Unlock()
 	if len(eps) == 0 {
 		delete(t.endpoints, k)
