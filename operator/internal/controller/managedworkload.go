@@ -304,7 +304,7 @@ func (s *run) record(step decide.Step) {
 		m.RecordResumed(step.ResumeTook)
 	}
 	if step.Event.Reason != "" {
-		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, step.Event.Message)
+		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", step.Event.Message)
 	}
 }
 
@@ -415,7 +415,7 @@ func (r *ManagedWorkloadReconciler) targetMissing(ctx context.Context, mw *napwa
 	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return requeueOnConflict(fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err))
 	}
-	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotFound, napwakev1alpha1.EventTargetNotFound, msg)
+	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotFound, napwakev1alpha1.EventTargetNotFound, "%s", msg)
 	return reconcile.Result{}, nil
 }
 

@@ -183,7 +183,7 @@ func OptedIn(wl client.Object, ns *corev1.Namespace) bool {
 
 func (r *OptInReconciler) warn(wl client.Object, warnings []settings.Warning) {
 	for _, w := range warnings {
-		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, napwakev1alpha1.EventInvalidSetting, napwakev1alpha1.EventInvalidSetting, w.String())
+		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, napwakev1alpha1.EventInvalidSetting, napwakev1alpha1.EventInvalidSetting, "%s", w.String())
 	}
 }
 
