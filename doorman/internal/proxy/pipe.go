@@ -15,34 +15,37 @@ import (
 // fails, when the connection carries nothing either way for IdleTimeout,
 // or when ctx ends.
 func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
-	var wg sync.WaitGroup
 	closeBoth := sync.OnceFunc(func() { _ = caller.Close(); _ = pod.Close() })
-	wg.Add(2)
-	go func() { defer wg.Done(); copyHalf(pod, caller, closeBoth) }()
-	go func() { defer wg.Done(); copyHalf(caller, pod, closeBoth) }()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
+	stop := context.AfterFunc(ctx, closeBoth)
+	defer stop()
+	// The idle check runs on a timer, not a goroutine of its own.
 	check := max(s.cfg.IdleTimeout/10, 10*time.Millisecond)
-	tick := time.NewTicker(check) // TCP_INFO counts real time
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
+	var mu sync.Mutex
+	var idle *time.Timer
+	mu.Lock()
+	idle = time.AfterFunc(check, func() {
+		if idleFor(caller) >= s.cfg.IdleTimeout && idleFor(pod) >= s.cfg.IdleTimeout {
 			closeBoth()
 			return
-		case <-ctx.Done():
-			closeBoth()
-			<-done
-			return
-		case <-tick.C:
-			if idleFor(caller) >= s.cfg.IdleTimeout && idleFor(pod) >= s.cfg.IdleTimeout {
-				closeBoth()
-				<-done
-				return
-			}
 		}
-	}
+		mu.Lock()
+		defer mu.Unlock()
+		if idle != nil {
+			idle.Reset(check)
+		}
+	})
+	mu.Unlock()
+	defer func() {
+		mu.Lock()
+		idle.Stop()
+		idle = nil
+		mu.Unlock()
+	}()
+	done := make(chan struct{})
+	go func() { defer close(done); copyHalf(pod, caller, closeBoth) }()
+	copyHalf(caller, pod, closeBoth)
+	<-done
+	closeBoth()
 }
 
 // copyHalf copies src to dst; io.Copy between *net.TCPConn splices on

@@ -42,6 +42,7 @@ var (
 	rounds   = flag.Int("rounds", 20000, "round trips per latency run")
 	haproxy  = flag.String("haproxy", "haproxy", "HAProxy binary")
 	held     = flag.Int("held", 2048, "connections held for the memory measurement")
+	child    = flag.String("child", "", "internal: run the doorman side in this process: pass=<backend>, hold=<n>, wake=<n>")
 )
 
 type nopHooks struct{}
@@ -54,6 +55,9 @@ func run() error {
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if *child != "" {
+		return runChild(ctx, *child)
+	}
 
 	sink, err := listen(serveSink)
 	if err != nil {
@@ -150,28 +154,119 @@ func serveSink(c net.Conn) { defer c.Close(); _, _ = io.Copy(io.Discard, c) }
 
 func serveEcho(c net.Conn) { defer c.Close(); _, _ = io.Copy(c, c) }
 
-// doorman starts a proxy whose one route passes to backend (Ready at once).
-func doorman(ctx context.Context, backend string) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// doorman starts a doorman in a child process, as HAProxy is one, whose
+// one route passes to backend (Ready at once).
+func doorman(_ context.Context, backend string) (string, func(), error) {
+	ch, err := startChild("pass=" + backend)
 	if err != nil {
 		return "", nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
+	line, err := ch.line()
+	if err != nil {
+		ch.stop()
+		return "", nil, err
+	}
+	return strings.TrimPrefix(line, "LISTEN "), ch.stop, nil
+}
+
+// childProc is this program run with -child, talking line by line.
+type childProc struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startChild(mode string) (*childProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-child", mode)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the doorman process: %w", err)
+	}
+	return &childProc{cmd: cmd, in: in, out: bufio.NewReader(out)}, nil
+}
+
+func (c *childProc) line() (string, error) {
+	l, err := c.out.ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("reading from the doorman process: %w", err)
+	}
+	return strings.TrimSpace(l), nil
+}
+
+func (c *childProc) send(l string) { _, _ = io.WriteString(c.in, l+"\n") }
+
+func (c *childProc) stop() {
+	_ = c.in.Close()
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// runChild is the doorman side: it serves, reports on stdout, and exits
+// when stdin closes.
+func runChild(ctx context.Context, mode string) error {
+	kind, arg, _ := strings.Cut(mode, "=")
 	table := proxy.NewTable()
-	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}}, table, nopHooks{}, metrics.New())
+	m := metrics.New()
+	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
 	srv.Start(ctx)
-	r := proxy.Route{DoormanPort: port, Service: "b", PortName: "p", Workload: proxy.Workload{Namespace: "n", Name: "w", Phase: "Paused", MaxWait: time.Minute}}
-	table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(backend)})
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	phase := "Resuming" // already waking: no wake patches
+	r := proxy.Route{DoormanPort: port, Service: "b", PortName: "p", Workload: proxy.Workload{Namespace: "n", Name: "w", Phase: phase, MaxWait: time.Hour}}
+	if kind == "pass" {
+		table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(arg)})
+	}
 	if f := srv.SetRoutes([]proxy.Route{r}); len(f) > 0 {
-		return "", nil, fmt.Errorf("listening: %v", f)
+		return fmt.Errorf("listening: %v", f)
 	}
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
+	heap0, stacks0 := goMem()
+	rss0 := rss()
+	fmt.Printf("LISTEN 127.0.0.1:%d\n", port)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd, val, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "held?": // wait until val connections are held
+			n, _ := strconv.Atoi(val)
+			deadline := time.Now().Add(30 * time.Second)
+			for gaugeValue(m) < float64(n) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond) // bounded wait for the accept loop
+			}
+			time.Sleep(200 * time.Millisecond) // every held connection at its wait
+			fmt.Printf("HELD %v\n", gaugeValue(m))
+		case "mem":
+			heap, stacks := goMem()
+			fmt.Printf("MEM %d %d %d\n", heap-heap0, stacks-stacks0, rss()-rss0)
+		case "ready":
+			t0 := time.Now()
+			table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(val)})
+			fmt.Printf("T0 %d\n", t0.UnixNano())
+		}
 	}
-	return ln.Addr().String(), stop, nil
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
 }
 
 func startHAProxy(sink, echo string) (string, string, func(), error) {
@@ -325,39 +420,28 @@ func goMem() (heap, stacks int64) {
 	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
-// heldMemory holds n connections (each sent an ordinary request) and
-// reports the doorman's memory per held connection.
-func heldMemory(ctx context.Context, n int) error {
-	table := proxy.NewTable()
-	m := metrics.New()
-	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
-	srv.Start(ctx)
-	port, err := freePort()
+// heldMemory holds n connections (each sent an ordinary request) on a
+// doorman in its own process and reports its memory per held connection.
+func heldMemory(_ context.Context, n int) error {
+	ch, err := startChild("hold")
 	if err != nil {
 		return err
 	}
-	w := proxy.Workload{Namespace: "n", Name: "w", Phase: "Resuming", MaxWait: time.Hour}
-	if f := srv.SetRoutes([]proxy.Route{{DoormanPort: port, Service: "b", Workload: w}}); len(f) > 0 {
-		return fmt.Errorf("listening: %v", f)
+	defer ch.stop()
+	line, err := ch.line()
+	if err != nil {
+		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
+	target := strings.TrimPrefix(line, "LISTEN ")
 	req := []byte("GET /api/items?page=2 HTTP/1.1\r\nHost: api.preview-42.svc\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
-	// The callers' side: connections made first, so only the doorman's
-	// side is in the difference.
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
 			_ = c.Close()
 		}
 	}()
-	beforeHeap, beforeStacks := goMem()
-	beforeRSS := rss()
 	for range n {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		c, err := net.Dial("tcp", target)
 		if err != nil {
 			return fmt.Errorf("holding connection %d: %w", len(conns)+1, err)
 		}
@@ -366,25 +450,27 @@ func heldMemory(ctx context.Context, n int) error {
 		}
 		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for gaugeValue(m) < float64(n) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %v of %d held", gaugeValue(m), n)
-		}
-		time.Sleep(10 * time.Millisecond) // bounded wait for the accept loop
+	ch.send("held? " + strconv.Itoa(n))
+	if l, err := ch.line(); err != nil || l != "HELD "+strconv.Itoa(n) {
+		return fmt.Errorf("holding %d connections: %q %v", n, l, err)
 	}
-	time.Sleep(200 * time.Millisecond) // let every held connection reach its wait
-	afterHeap, afterStacks := goMem()
-	afterRSS := rss()
-	fmt.Printf("## Memory per held connection\n\n%d connections held (each sent an ordinary 95-byte request), measured in the doorman's process (the callers' sockets are kernel memory, outside RSS):\n\n", n)
+	ch.send("mem")
+	l, err := ch.line()
+	if err != nil {
+		return err
+	}
+	var heap, stacks, rssd int64
+	if _, err := fmt.Sscanf(l, "MEM %d %d %d", &heap, &stacks, &rssd); err != nil {
+		return fmt.Errorf("reading %q: %w", l, err)
+	}
+	fmt.Printf("## Memory per held connection\n\n%d connections held, each having sent an ordinary %d-byte request, measured in the doorman's own process (socket buffers are kernel memory, outside RSS):\n\n", n, len(req))
 	fmt.Printf("| measure | total | per connection |\n|---|---|---|\n")
 	for _, r := range []struct {
 		name string
 		d    int64
-	}{{"Go heap in use", afterHeap - beforeHeap}, {"goroutine stacks in use", afterStacks - beforeStacks}, {"Go heap + stacks", afterHeap + afterStacks - beforeHeap - beforeStacks}} {
+	}{{"Go heap in use", heap}, {"goroutine stacks in use", stacks}, {"Go heap + stacks", heap + stacks}, {"process RSS", rssd}} {
 		fmt.Printf("| %s | %.1f MiB | %.2f KiB |\n", r.name, float64(r.d)/(1<<20), float64(r.d)/float64(n)/1024)
 	}
-	fmt.Printf("| process RSS | %.1f MiB | %.2f KiB |\n", float64(afterRSS-beforeRSS)/(1<<20), float64(afterRSS-beforeRSS)/float64(n)/1024)
 	return nil
 }
 
@@ -418,9 +504,10 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// wakeToFirstByte holds n callers, then marks the pod Ready and measures
-// until each caller's first byte reaches the pod.
-func wakeToFirstByte(ctx context.Context, n int) (p50, p99, mx time.Duration, err error) {
+// wakeToFirstByte holds n callers on a doorman in its own process, then
+// marks the pod Ready there and measures until each caller's first byte
+// reaches the pod.
+func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx time.Duration, err error) {
 	var mu sync.Mutex
 	var arrivals []time.Time
 	got := make(chan struct{}, n)
@@ -439,23 +526,16 @@ func wakeToFirstByte(ctx context.Context, n int) (p50, p99, mx time.Duration, er
 		return 0, 0, 0, err
 	}
 	defer pod.Close()
-	table := proxy.NewTable()
-	m := metrics.New()
-	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
-	srv.Start(ctx)
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	port, err := freePort()
+	ch, err := startChild("wake")
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	r := proxy.Route{DoormanPort: port, Service: "b", Workload: proxy.Workload{Namespace: "n", Name: "w", Phase: "Resuming", MaxWait: time.Minute}}
-	if f := srv.SetRoutes([]proxy.Route{r}); len(f) > 0 {
-		return 0, 0, 0, fmt.Errorf("listening: %v", f)
+	defer ch.stop()
+	line, err := ch.line()
+	if err != nil {
+		return 0, 0, 0, err
 	}
+	target := strings.TrimPrefix(line, "LISTEN ")
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -463,23 +543,27 @@ func wakeToFirstByte(ctx context.Context, n int) (p50, p99, mx time.Duration, er
 		}
 	}()
 	for range n {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		c, err := net.Dial("tcp", target)
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		conns = append(conns, c)
 		_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for gaugeValue(m) < float64(n) {
-		if time.Now().After(deadline) {
-			return 0, 0, 0, errors.New("callers not held")
-		}
-		time.Sleep(5 * time.Millisecond) // bounded wait for the accept loop
+	ch.send("held? " + strconv.Itoa(n))
+	if l, err := ch.line(); err != nil || l != "HELD "+strconv.Itoa(n) {
+		return 0, 0, 0, fmt.Errorf("holding %d: %q %v", n, l, err)
 	}
-	time.Sleep(100 * time.Millisecond) // every handler at its wait
-	t0 := time.Now()
-	table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(pod.Addr().String())})
+	ch.send("ready " + pod.Addr().String())
+	l, err := ch.line()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ns, err := strconv.ParseInt(strings.TrimPrefix(l, "T0 "), 10, 64)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("reading %q: %w", l, err)
+	}
+	t0 := time.Unix(0, ns)
 	timeout := time.After(10 * time.Second)
 	for range n {
 		select {
