@@ -86,10 +86,8 @@ var nsCounter atomic.Int32
 func newFixture(t *testing.T, replicas int32) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	ns := fmt.Sprintf("t%d-%s", nsCounter.Add(1), strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
-	if len(ns) > 63 {
-		ns = strings.TrimRight(ns[:63], "-")
-	}
+	ns := fmt.Sprintf("test-%d", nsCounter.Add(1))
+	t.Logf("namespace %s", ns)
 	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	f := &fixture{
 		t: t, ctx: ctx, ns: ns,
