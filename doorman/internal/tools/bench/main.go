@@ -420,40 +420,55 @@ func goMem() (heap, stacks int64) {
 	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
-// heldMemory holds n connections (each sent an ordinary request) on a
-// doorman in its own process and reports its memory per held connection.
-func heldMemory(_ context.Context, n int) error {
-	ch, err := startChild("hold")
+// holdOnChild starts a doorman process in mode and holds n connections
+// on it, each having sent req. The caller stops the process and closes
+// the connections with the returned func.
+func holdOnChild(mode string, n int, req []byte) (*childProc, func(), error) {
+	ch, err := startChild(mode)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer ch.stop()
-	line, err := ch.line()
-	if err != nil {
-		return err
-	}
-	target := strings.TrimPrefix(line, "LISTEN ")
-	req := []byte("GET /api/items?page=2 HTTP/1.1\r\nHost: api.preview-42.svc\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
 	conns := make([]net.Conn, 0, n)
-	defer func() {
+	done := func() {
 		for _, c := range conns {
 			_ = c.Close()
 		}
-	}()
+		ch.stop()
+	}
+	line, err := ch.line()
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	target := strings.TrimPrefix(line, "LISTEN ")
 	for range n {
 		c, err := net.Dial("tcp", target)
+		if err == nil {
+			conns = append(conns, c)
+			_, err = c.Write(req)
+		}
 		if err != nil {
-			return fmt.Errorf("holding connection %d: %w", len(conns)+1, err)
+			done()
+			return nil, nil, fmt.Errorf("holding connection %d: %w", len(conns)+1, err)
 		}
-		if _, err := c.Write(req); err != nil {
-			return err
-		}
-		conns = append(conns, c)
 	}
 	ch.send("held? " + strconv.Itoa(n))
 	if l, err := ch.line(); err != nil || l != "HELD "+strconv.Itoa(n) {
-		return fmt.Errorf("holding %d connections: %q %v", n, l, err)
+		done()
+		return nil, nil, fmt.Errorf("holding %d connections: %q %v", n, l, err)
 	}
+	return ch, done, nil
+}
+
+// heldMemory holds n connections (each sent an ordinary request) on a
+// doorman in its own process and reports its memory per held connection.
+func heldMemory(_ context.Context, n int) error {
+	req := []byte("GET /api/items?page=2 HTTP/1.1\r\nHost: api.preview-42.svc\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
+	ch, done, err := holdOnChild("hold", n, req)
+	if err != nil {
+		return err
+	}
+	defer done()
 	ch.send("mem")
 	l, err := ch.line()
 	if err != nil {
@@ -526,34 +541,11 @@ func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx time.Duration, err 
 		return 0, 0, 0, err
 	}
 	defer pod.Close()
-	ch, err := startChild("wake")
+	ch, done, err := holdOnChild("wake", n, []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer ch.stop()
-	line, err := ch.line()
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	target := strings.TrimPrefix(line, "LISTEN ")
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
-	for range n {
-		c, err := net.Dial("tcp", target)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		conns = append(conns, c)
-		_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
-	}
-	ch.send("held? " + strconv.Itoa(n))
-	if l, err := ch.line(); err != nil || l != "HELD "+strconv.Itoa(n) {
-		return 0, 0, 0, fmt.Errorf("holding %d: %q %v", n, l, err)
-	}
+	defer done()
 	ch.send("ready " + pod.Addr().String())
 	l, err := ch.line()
 	if err != nil {
