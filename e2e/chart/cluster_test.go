@@ -426,6 +426,15 @@ func testAdmissionPolicies(t *testing.T) {
 		wantDenied(t, patchMW(t, admin, appNS, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
 			"the cluster admin changes "+ann, onlyDoorman)
 	}
+	// The status subresource is no way round: the API server keeps only the
+	// status of what is sent there.
+	wantAllowed(t, patchMW(t, other, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.9.9.9"}},"status":{"phase":"Running"}}`, "status"),
+		"another ServiceAccount writes status")
+	if mw, err := admin.dyn.Resource(mwGVR).Namespace(appNS).Get(ctx, "api", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if got := mw.GetAnnotations()["napwake.dev/last-request-from"]; got != "10.244.1.7" {
+		t.Errorf("last-request-from %q after another's status write, want the doorman's 10.244.1.7", got)
+	}
 	wantAllowed(t, patchMW(t, other, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/last-activity":"2026-10-23T18:06:00Z"}}}`),
 		"another ServiceAccount records activity")
 	wantAllowed(t, patchMW(t, other, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":"2026-10-23T18:06:00Z"}}}`),

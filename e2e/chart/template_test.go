@@ -684,3 +684,12 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		})
 	}
 }
+
+func TestTheChartLintsStrictly(t *testing.T) {
+	for _, values := range [][]string{nil, everythingOn} {
+		out, err := runHelm(append([]string{"lint", "--strict", chartDir(t), "--namespace", namespace}, values...)...)
+		if err != nil {
+			t.Fatalf("helm lint --strict %v: %v\n%s", values, err, out)
+		}
+	}
+}
