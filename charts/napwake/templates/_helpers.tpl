@@ -101,3 +101,30 @@ seccompProfile:
 {{- fail "doorman.negForwarder.enabled needs doorman.enabled: forwarders pass connections to the doorman." }}
 {{- end }}
 {{- end }}
+
+{{/*
+Where a component's pods run and what they pull with: its nodeSelector,
+tolerations, affinity and priority class, and the chart's pull secrets.
+Call with (dict "c" .Values.<component> "root" $), inside a pod spec.
+*/}}
+{{- define "napwake.podPlacement" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .c.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
