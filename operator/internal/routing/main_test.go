@@ -1,0 +1,295 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/testenv"
+)
+
+var (
+	cfg    *rest.Config
+	k8s    client.Client
+	scheme = runtime.NewScheme()
+	events record.EventRecorder
+)
+
+const doormanNS = "napwake-system"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	env, c, err := startDualStack()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cfg = c
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = napwakev1alpha1.AddToScheme(scheme)
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doormanNS}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	defer b.Shutdown()
+	events = b.NewRecorder(scheme, corev1.EventSource{Component: "napwake-routing-test"})
+	return m.Run()
+}
+
+// startDualStack starts envtest as testenv.Start does, from the same
+// binaries and CRDs, with a dual-stack Service range: testenv's API server
+// has an IPv4 range only, and IPv6 and dual-stack Services need ClusterIPs.
+func startDualStack() (*envtest.Environment, *rest.Config, error) {
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "charts/napwake/crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	api := env.ControlPlane.GetAPIServer()
+	api.Configure().Set("advertise-address", "127.0.0.1")
+	api.Configure().Set("endpoint-reconciler-type", "none")
+	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/24,fd00:10::/108")
+	c, err := env.Start()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
+	}
+	return env, c, nil
+}
+
+// fixture is one test's namespace, doorman Service and stand-in doorman pods.
+type fixture struct {
+	t       *testing.T
+	g       Gomega
+	ctx     context.Context
+	ns      string
+	doorman string // the doorman Service's name, one per test
+	clock   *clocktesting.FakeClock
+	pods    *standIns
+}
+
+var nsSeq int
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	nsSeq++
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := &fixture{
+		t: t, g: NewWithT(t), ctx: ctx,
+		ns:    fmt.Sprintf("routing-t%d", nsSeq),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 10, 23, 18, 4, 12, 0, time.UTC)),
+		pods:  newStandIns(t),
+	}
+	f.doorman = "doorman-" + f.ns
+	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	return f
+}
+
+func (f *fixture) create(o client.Object) {
+	f.t.Helper()
+	f.g.Expect(k8s.Create(f.ctx, o)).To(Succeed())
+}
+
+// router returns a Router on a direct client (no cache), for tests that
+// call Route/Unroute/Finalize themselves.
+func (f *fixture) router(mod ...func(*Options)) *Router {
+	f.t.Helper()
+	opts := Options{DoormanService: doormanNS + "/" + f.doorman, Dial: f.pods.dial, ListenTimeout: 3 * time.Second}
+	for _, m := range mod {
+		m(&opts)
+	}
+	r, err := New(k8s, k8s, opts, f.clock, events)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return r
+}
+
+// doormanPod is a stand-in doorman pod: its address in the doorman
+// Service's slices, and whether it is Ready.
+type doormanPod struct {
+	name  string
+	ip    string
+	ready bool
+}
+
+// setDoormen writes the doorman Service's EndpointSlices, as Kubernetes'
+// EndpointSlice controller would, one per address family.
+func (f *fixture) setDoormen(pods ...doormanPod) {
+	f.t.Helper()
+	byFam := map[discoveryv1.AddressType][]discoveryv1.Endpoint{discoveryv1.AddressTypeIPv4: nil, discoveryv1.AddressTypeIPv6: nil}
+	for _, p := range pods {
+		fam := discoveryv1.AddressTypeIPv4
+		if strings.Contains(p.ip, ":") {
+			fam = discoveryv1.AddressTypeIPv6
+		}
+		byFam[fam] = append(byFam[fam], discoveryv1.Endpoint{
+			Addresses:  []string{p.ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(p.ready)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: doormanNS, Name: p.name},
+			NodeName:   ptr.To("node-1"),
+		})
+	}
+	for fam, eps := range byFam {
+		s := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: f.doorman + "-" + strings.ToLower(string(fam)), Namespace: doormanNS, Labels: map[string]string{
+				napwakev1alpha1.LabelServiceName:            f.doorman,
+				napwakev1alpha1.LabelEndpointSliceManagedBy: napwakev1alpha1.EndpointSliceControllerManager,
+			}},
+			AddressType: fam,
+			Endpoints:   eps,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(int32(8443))}},
+		}
+		var have discoveryv1.EndpointSlice
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(s), &have); err == nil {
+			have.Endpoints = eps
+			f.g.Expect(k8s.Update(f.ctx, &have)).To(Succeed())
+			continue
+		}
+		f.create(s)
+	}
+}
+
+// standIns are listeners standing in for doorman pods: each pod IP maps
+// to its own loopback address (127.0.0.50 and up), and a stand-in listens
+// on every doorman port in any ManagedWorkload's routes, as the doorman does.
+type standIns struct {
+	t        *testing.T
+	mu       sync.Mutex
+	loopback map[string]string       // pod IP -> 127.0.0.x
+	open     map[string]net.Listener // 127.0.0.x:port -> listener
+	deaf     map[string]bool         // pod IPs that never listen
+	dials    map[string]int          // 127.0.0.x:port -> connections accepted
+	next     int
+}
+
+func newStandIns(t *testing.T) *standIns {
+	s := &standIns{t: t, loopback: map[string]string{}, open: map[string]net.Listener{}, deaf: map[string]bool{}, dials: map[string]int{}, next: 50}
+	t.Cleanup(s.closeAll)
+	return s
+}
+
+func (s *standIns) addr(podIP string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.loopback[podIP]; ok {
+		return a
+	}
+	s.next++
+	s.loopback[podIP] = "127.0.0." + strconv.Itoa(s.next)
+	return s.loopback[podIP]
+}
+
+// dial is the Router's dialer in tests: a pod IP goes to its loopback
+// address.
+func (s *standIns) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, net.JoinHostPort(s.addr(host), port))
+}
+
+// serve keeps every non-deaf stand-in listening on every routed doorman
+// port, until the test ends.
+func (s *standIns) serve(ctx context.Context, pods ...string) {
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var list napwakev1alpha1.ManagedWorkloadList
+			if err := k8s.List(ctx, &list); err == nil {
+				for _, mw := range list.Items {
+					for _, r := range routesOf(&mw) {
+						for _, p := range pods {
+							s.listen(p, r.DoormanPort)
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+func (s *standIns) listen(podIP string, port int32) {
+	a := net.JoinHostPort(s.addr(podIP), strconv.Itoa(int(port)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deaf[podIP] || s.open[a] != nil {
+		return
+	}
+	l, err := net.Listen("tcp", a)
+	if err != nil {
+		return
+	}
+	s.open[a] = l
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.dials[a]++
+			s.mu.Unlock()
+			_ = c.Close()
+		}
+	}()
+}
+
+func (s *standIns) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.open {
+		_ = l.Close()
+	}
+}
