@@ -292,6 +292,9 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	if img := dm.Spec.Template.Spec.Containers[0].Image; img != "napwake-doorman:0.2.0" {
 		t.Errorf("doorman image after upgrade %q, want napwake-doorman:0.2.0", img)
 	}
+	if v := dm.Spec.Template.Labels["app.kubernetes.io/version"]; v != "0.2.0" {
+		t.Errorf("doorman pods' version label after upgrade %q, want 0.2.0", v)
+	}
 	key, err = admin.kube.CoreV1().Secrets(namespace).Get(ctx, wakeKeySecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -268,8 +268,12 @@ func TestEachValueReachesItsObject(t *testing.T) {
 						t.Errorf("version label %q, want v1.2.3-rc.1", got)
 					}
 				}
-				if c := container(t, objs.deployment(t, doormanName)); c.Image != "napwake-doorman:"+chartAppVer {
+				dm := objs.deployment(t, doormanName)
+				if c := container(t, dm); c.Image != "napwake-doorman:"+chartAppVer {
 					t.Errorf("the doorman's image changed with the operator's: %q", c.Image)
+				}
+				if got := dm.Spec.Template.Labels["app.kubernetes.io/version"]; got != chartAppVer {
+					t.Errorf("the doorman's version label %q changed with the operator's tag", got)
 				}
 			},
 		},

@@ -26,9 +26,13 @@ Call with (dict "image" .Values.x.image "root" $).
 {{- end -}}
 {{- end }}
 
-{{/* The operator's version as a label value: its image tag (a tag is a valid label value up to 63 characters). */}}
-{{- define "napwake.operator.version" -}}
-{{ .Values.operator.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | trimSuffix "." }}
+{{/*
+A component's version as a label value: its image tag, else the chart's
+appVersion (a tag is a valid label value up to 63 characters).
+Call with (dict "image" .Values.x.image "root" $).
+*/}}
+{{- define "napwake.version" -}}
+{{ .image.tag | default .root.Chart.AppVersion | trunc 63 | trimSuffix "-" | trimSuffix "." }}
 {{- end }}
 
 {{/* Labels on every object. */}}
