@@ -474,6 +474,56 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			},
 		},
 		{
+			name: "operator replicas, resources, affinity and pod annotations reach the operator only",
+			args: []string{"--set", "operator.replicas=2", "--set", "operator.resources.limits.memory=1Gi", "--set", "operator.podAnnotations.x=y",
+				"--set-json", `operator.affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["system"]}]}]}}}`,
+				"--set", "doorman.resources.requests.cpu=250m"},
+			check: func(t *testing.T, objs objects) {
+				op, dm := objs.deployment(t, operatorName), objs.deployment(t, doormanName)
+				if *op.Spec.Replicas != 2 {
+					t.Errorf("operator replicas %d", *op.Spec.Replicas)
+				}
+				if got := quantity(container(t, op).Resources.Limits, corev1.ResourceMemory); got != "1Gi" {
+					t.Errorf("operator memory limit %s", got)
+				}
+				if got := quantity(container(t, dm).Resources.Requests, corev1.ResourceCPU); got != "250m" {
+					t.Errorf("doorman cpu request %s", got)
+				}
+				if got := quantity(container(t, dm).Resources.Limits, corev1.ResourceMemory); got != "512Mi" {
+					t.Errorf("doorman memory limit %s, want the default kept", got)
+				}
+				if op.Spec.Template.Annotations["x"] != "y" || dm.Spec.Template.Annotations["x"] != "" {
+					t.Errorf("pod annotations %v / %v", op.Spec.Template.Annotations, dm.Spec.Template.Annotations)
+				}
+				if op.Spec.Template.Spec.Affinity == nil || dm.Spec.Template.Spec.Affinity != nil {
+					t.Errorf("affinity %+v / %+v", op.Spec.Template.Spec.Affinity, dm.Spec.Template.Spec.Affinity)
+				}
+			},
+		},
+		{
+			name: "the alerts' durations and the rule's labels follow their values",
+			args: []string{"--set", "monitoring.prometheusRule.enabled=true", "--set", "monitoring.prometheusRule.labels.role=alert-rules",
+				"--set", "monitoring.prometheusRule.wakesFailingFor=15m", "--set", "monitoring.prometheusRule.unavailableFor=2m"},
+			check: func(t *testing.T, objs objects) {
+				if objs.find("ServiceMonitor", release) != nil {
+					t.Error("ServiceMonitor rendered while off")
+				}
+				rule := objs.get(t, "PrometheusRule", release)
+				if rule.GetLabels()["role"] != "alert-rules" {
+					t.Errorf("labels %v", rule.GetLabels())
+				}
+				groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+				fors := map[string]any{}
+				for _, r := range groups[0].(map[string]any)["rules"].([]any) {
+					r := r.(map[string]any)
+					fors[r["alert"].(string)] = r["for"]
+				}
+				if fors["NapwakeDoormanWakesFailing"] != "15m" || fors["NapwakeDoormanUnavailable"] != "2m" {
+					t.Errorf("for %v", fors)
+				}
+			},
+		},
+		{
 			name: "commonLabels land on every object",
 			args: []string{"--set", "commonLabels.team=platform"},
 			check: func(t *testing.T, objs objects) {
@@ -589,6 +639,15 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			tc.check(t, render(t, tc.args...))
 		})
 	}
+}
+
+// quantity returns one resource of a list as a string ("" without it).
+func quantity(l corev1.ResourceList, name corev1.ResourceName) string {
+	q, ok := l[name]
+	if !ok {
+		return ""
+	}
+	return q.String()
 }
 
 func callersPolicy(t *testing.T, objs objects) networkingv1.NetworkPolicy {
