@@ -72,8 +72,8 @@ func runHelm(args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+os.TempDir()+"/napwake-helm-cache",
-		"HELM_CONFIG_HOME="+os.TempDir()+"/napwake-helm-config", "HELM_DATA_HOME="+os.TempDir()+"/napwake-helm-data")
+	// helm's own files go to the package's temporary home, not the user's.
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+helmHome+"/cache", "HELM_CONFIG_HOME="+helmHome+"/config", "HELM_DATA_HOME="+helmHome+"/data")
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}

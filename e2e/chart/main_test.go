@@ -11,10 +11,12 @@ import (
 	"napwake.dev/shared/testenv"
 )
 
-// cfg is the envtest API server's admin config (system:masters).
 var (
+	// env is the package's envtest API server; cfg its admin config (system:masters).
 	env *envtest.Environment
 	cfg *rest.Config
+	// helmHome holds helm's cache, config and data for this run.
+	helmHome string
 )
 
 func TestMain(m *testing.M) {
@@ -23,6 +25,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	var err error
+	if helmHome, err = os.MkdirTemp("", "napwake-chart-helm-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	env, cfg, err = testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -32,5 +38,6 @@ func TestMain(m *testing.M) {
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
+	_ = os.RemoveAll(helmHome)
 	os.Exit(code)
 }
