@@ -47,8 +47,9 @@ import (
 	"napwake.dev/shared/version"
 )
 
-// Shutdown periods, from wake-on-request.md.
-const (
+// Shutdown periods, from wake-on-request.md; variables only so the test
+// of main can shorten them.
+var (
 	serveWhileStopping  = 15 * time.Second
 	finishWhileStopping = 25 * time.Second
 	turnedAwayEvery     = time.Minute
@@ -62,6 +63,11 @@ func main() {
 }
 
 func run(args []string) error {
+	return runUntil(signals.Context(context.Background()), args)
+}
+
+// runUntil runs the doorman until stop ends, then shuts down in order.
+func runUntil(stop context.Context, args []string) error {
 	var cfg config.Config
 	fs := flag.NewFlagSet("doorman", flag.ContinueOnError)
 	cfg.BindFlags(fs)
@@ -125,7 +131,6 @@ func run(args []string) error {
 
 	// The data path and the Kubernetes machinery run under runCtx, which
 	// ends only after the shutdown sequence.
-	sigCtx := signals.Context(context.Background())
 	runCtx, cancelRun := context.WithCancel(logr.NewContext(context.Background(), log))
 	defer cancelRun()
 	srv.Start(runCtx)
@@ -172,7 +177,7 @@ func run(args []string) error {
 
 	var runErr error
 	select {
-	case <-sigCtx.Done():
+	case <-stop.Done():
 		log.Info("Stopping: not Ready, serving for 15 s, then 25 s to finish")
 	case runErr = <-errs:
 		log.Error(runErr, "Stopping")

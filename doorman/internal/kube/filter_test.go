@@ -59,7 +59,10 @@ func TestFilterEndpoints(t *testing.T) {
 		}
 		return out
 	}
-	mod := func(s *discoveryv1.EndpointSlice, f func(*discoveryv1.EndpointSlice)) *discoveryv1.EndpointSlice { f(s); return s }
+	mod := func(s *discoveryv1.EndpointSlice, f func(*discoveryv1.EndpointSlice)) *discoveryv1.EndpointSlice {
+		f(s)
+		return s
+	}
 	cases := []struct {
 		name   string
 		slices []*discoveryv1.EndpointSlice
