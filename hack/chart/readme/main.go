@@ -190,7 +190,9 @@ helm install napwake charts/napwake --namespace napwake-system
 - **The CRD** is in ` + "`crds/`" + `: Helm installs it but neither upgrades nor deletes it.
   ` + "`helm uninstall`" + ` removes everything else, the wake key included.
 - **The wake key** Secret (` + "`<release>-doorman-wake-key`" + `) is created empty and filled by the
-  first doorman pod. Upgrades never touch its data. To change the key, empty it.
+  first doorman pod. Upgrades never touch its data (the chart renders none, so the key never
+  sits in Helm's release records). To change the key, empty it; ` + "`helm upgrade --force`" + `
+  replaces every object, this Secret too, and so changes it the same way.
 - **Admission policies** (` + "`doorman.admissionPolicy.enabled`" + `, on): only the doorman's
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with
