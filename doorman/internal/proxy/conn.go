@@ -31,7 +31,7 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 	src := remoteAddr(c)
 	key := r.Key()
 	// A Ready pod: straight there, waking nothing, unless it is pausing.
-	if eps, _ := s.table.Endpoints(key); len(eps) > 0 {
+	if eps := s.table.Endpoints(key); len(eps) > 0 {
 		if ok, _ := s.passing.take(s.passingKeys(src)); ok {
 			if !removed && r.Workload.Phase == string(v1alpha1.PhasePausing) {
 				go s.wakeLoop(ctx, r, src, s.cfg.Clock.Now().Add(r.Workload.maxWait()))
@@ -108,7 +108,7 @@ func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int
 	}
 
 	if res.Kind.Answered() {
-		if eps, _ := s.table.Endpoints(key); len(eps) > 0 && !removed {
+		if eps := s.table.Endpoints(key); len(eps) > 0 && !removed {
 			// Checkers get answers only while no pod is Ready.
 			return func() { s.waitAndPass(ctx, h, release, port, r, removed, src, start, deadline, false) }
 		}

@@ -43,34 +43,26 @@ func (r Route) Key() ServiceKey {
 	return ServiceKey{Namespace: r.Workload.Namespace, Service: r.Service, PortName: r.PortName}
 }
 
-// Table holds the routes and every routed Service port's Ready endpoints.
-// The kube side writes it; connection handlers read it and wait on its
-// broadcast channels, closed and replaced on each change, so a held
-// connection moves the moment a pod is Ready, never by polling.
+// Table holds every routed Service port's Ready endpoints. The kube side
+// writes it; connection handlers read it and subscribe to its next change,
+// so a held connection moves the moment a pod is Ready, never by polling.
 type Table struct {
 	mu        sync.Mutex
 	endpoints map[ServiceKey][]netip.AddrPort
-	changed   map[ServiceKey]chan struct{}
 	subs      map[ServiceKey]map[uint64]func()
 	nextSub   uint64
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{endpoints: map[ServiceKey][]netip.AddrPort{}, changed: map[ServiceKey]chan struct{}{}, subs: map[ServiceKey]map[uint64]func(){}}
+	return &Table{endpoints: map[ServiceKey][]netip.AddrPort{}, subs: map[ServiceKey]map[uint64]func(){}}
 }
 
-// Endpoints returns the Ready endpoints of k and a channel closed on their
-// next change.
-func (t *Table) Endpoints(k ServiceKey) ([]netip.AddrPort, <-chan struct{}) {
+// Endpoints returns the Ready endpoints of k.
+func (t *Table) Endpoints(k ServiceKey) []netip.AddrPort {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ch, ok := t.changed[k]
-	if !ok {
-		ch = make(chan struct{})
-		t.changed[k] = ch
-	}
-	return t.endpoints[k], ch
+	return t.endpoints[k]
 }
 
 // Subscribe returns the Ready endpoints of k and calls fn once on their
@@ -115,9 +107,5 @@ func (t *Table) SetEndpoints(k ServiceKey, eps []netip.AddrPort) {
 		delete(t.endpoints, k)
 	} else {
 		t.endpoints[k] = eps
-	}
-	if ch, ok := t.changed[k]; ok {
-		close(ch)
-		delete(t.changed, k)
 	}
 }

@@ -1,0 +1,40 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetricsAreNamedAndLabelledAsDesigned(t *testing.T) {
+	m := New()
+	m.Wakes.WithLabelValues(ResultWoken).Inc()
+	m.Rejections.WithLabelValues("held").Inc()
+	m.Wait.Observe(1.5)
+	m.Held.Set(3)
+	m.Passing.Set(2)
+	want := `
+# HELP napwake_doorman_wakes_total Connections to paused workloads by outcome: woken, passed, turned_away, timed_out, failed.
+# TYPE napwake_doorman_wakes_total counter
+napwake_doorman_wakes_total{result="failed"} 0
+napwake_doorman_wakes_total{result="passed"} 0
+napwake_doorman_wakes_total{result="timed_out"} 0
+napwake_doorman_wakes_total{result="turned_away"} 0
+napwake_doorman_wakes_total{result="woken"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "napwake_doorman_wakes_total"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"napwake_doorman_held_connections", "napwake_doorman_passing_connections"} {
+		if n, err := testutil.GatherAndCount(m.Registry, name); err != nil || n != 1 {
+			t.Fatalf("%s: %d series, %v", name, n, err)
+		}
+	}
+	if got := testutil.ToFloat64(m.Held); got != 3 {
+		t.Fatalf("held %v", got)
+	}
+	if n, _ := testutil.GatherAndCount(m.Registry, "napwake_doorman_wait_seconds", "napwake_doorman_rejections_total"); n != 2 {
+		t.Fatalf("wait histogram and rejections: %d series, want 2", n)
+	}
+}
