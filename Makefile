@@ -48,7 +48,8 @@ test: envtest-bins verify test-unit e2e ## Run every test: generated files, unit
 test-unit: ## Unit and envtest suites of every module, with -race.
 	@export KUBEBUILDER_ASSETS=$(ASSETS); \
 	echo "[$$(date +%H:%M:%S)] go test $(GOTEST_FLAGS) over $(MODULES) (envtest binaries: $$KUBEBUILDER_ASSETS)"; \
-	$(GO) test $(GOTEST_FLAGS) $(foreach m,$(MODULES),./$(m)/...)
+	$(GO) test $(GOTEST_FLAGS) $(foreach m,$(MODULES),./$(m)/...); \
+	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/
 
 .PHONY: e2e
 e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings it up if needed.

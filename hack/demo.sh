@@ -1,48 +1,133 @@
 #!/usr/bin/env bash
-# make demo: a newcomer watches Napwake's main job on a local cluster.
+# make demo: a newcomer watches Napwake's main job.
 #
-#   make demo        bring up the local cluster (or use $KUBECONFIG), install Napwake,
-#                    deploy a sample app, and narrate: running, pausing, a request held, woken
+#   make demo        bring up the local cluster, install Napwake with its chart, deploy a sample
+#                    app, and narrate: running, pausing, a request held, the app woken, the answer
 #   make demo-down   remove it all
+#
+# Against an existing cluster instead of a local one:
+#   KUBECONFIG=~/.kube/config NAPWAKE_REGISTRY=registry.example.com/napwake make demo
+# pushes the images to NAPWAKE_REGISTRY (the cluster must be able to pull from it) and
+# installs there; nothing local is built but the binaries and images.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 source "$here/testbed/lib.sh"
 cd "$root"
 NS=napwake-demo
+IDLE=${NAPWAKE_DEMO_IDLE:-1m}
+
+remote=""
+if [ -n "${KUBECONFIG:-}" ] && [ -z "${NAPWAKE_DEMO_LOCAL:-}" ]; then remote=1; fi
+
+if [ -n "$remote" ]; then
+  k() { kubectl "$@"; }
+  helm_() { "$root/bin/helm" "$@"; }
+else
+  k() { "$here/testbed/cluster.sh" exec kubectl "$@"; }
+  helm_() { "$here/testbed/cluster.sh" exec "$root/bin/helm" "$@"; }
+fi
 
 if [ "${1:-}" = down ]; then
-  if [ -n "${KUBECONFIG:-}" ] && [ -z "${NAPWAKE_DEMO_LOCAL:-}" ]; then
-    kubectl delete namespace "$NS" --ignore-not-found
-    [ -x "$here/install-napwake.sh" ] && "$here/install-napwake.sh" uninstall || true
+  if [ -n "$remote" ]; then
+    k delete namespace "$NS" --ignore-not-found
+    [ -x bin/helm ] && helm_ uninstall napwake -n napwake-system --ignore-not-found
   else
     "$here/testbed/cluster.sh" down
   fi
   exit 0
 fi
 
-say() { printf '\n\033[1m[%s] %s\033[0m\n' "$(date +%H:%M:%S)" "$*"; }
-say "Napwake demo: bringing up a local single-node cluster (first run builds Kubernetes from source: ~10 minutes)"
-"$here/testbed/cluster.sh" up
-k() { "$here/testbed/cluster.sh" exec kubectl "$@"; }
+t0=$(date +%s)
+say() { printf '\n\033[1m[%s +%3ss] %s\033[0m\n' "$(date +%H:%M:%S)" "$(( $(date +%s) - t0 ))" "$*"; }
+note() { printf '            %s\n' "$*"; }
 
-say "Building the sample app's image and loading it into the node"
-mkdir -p _out/images
+if [ -n "$remote" ]; then
+  [ -n "${NAPWAKE_REGISTRY:-}" ] || die "with KUBECONFIG set, give NAPWAKE_REGISTRY=<a registry your cluster pulls from>, or unset KUBECONFIG for a local cluster"
+  prefix=$NAPWAKE_REGISTRY
+  say "Using the cluster in KUBECONFIG ($(kubectl config current-context)); pushing images to $prefix"
+else
+  [ "$(id -u)" = 0 ] || die "the local cluster needs root: sudo make demo (or set KUBECONFIG to use a cluster you have)"
+  prefix=napwake.local
+  say "Bringing up a local single-node cluster (the first run builds Kubernetes from source: ~10 minutes)"
+  "$here/testbed/cluster.sh" up
+fi
+
+say "Building Napwake's images (operator, doorman, forwarder) and the sample app's, without Docker"
+make --no-print-directory images IMAGE_PREFIX="$prefix" | sed 's/^/            /'
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o _out/sampleapp ./e2e/cmd/sampleapp
-GOWORK=off go -C hack/tools build -o "$root/bin/imagebuild" ./imagebuild
-bin/imagebuild --binary _out/sampleapp --image napwake.local/napwake-sampleapp:e2e --out _out/images/sampleapp.tar >/dev/null
-"$here/testbed/cluster.sh" load-image _out/images/sampleapp.tar
+app_image=$prefix/napwake-sampleapp:demo
+if [ -n "$remote" ]; then
+  make --no-print-directory push REGISTRY="$prefix" >/dev/null
+  bin/imagebuild --binary _out/sampleapp --image "$app_image" --push "$prefix" >/dev/null
+else
+  bin/imagebuild --binary _out/sampleapp --image "$app_image" --out _out/images/sampleapp-demo.tar >/dev/null
+  "$here/testbed/cluster.sh" load-image _out/images/napwake-*.tar _out/images/sampleapp-demo.tar 2>&1 | sed 's/^/            /'
+fi
+[ -x bin/helm ] || { note "building the pinned helm"; "$here/helm/build.sh" 2>/dev/null; }
 
-say "Deploying the sample app (2 replicas, readiness probe on /ready) in namespace $NS"
+say "Installing Napwake with its Helm chart into napwake-system"
+sets=()
+for c in operator doorman forwarder; do
+  sets+=(--set "$c.image.repository=$prefix/napwake-$c" --set "$c.image.tag=$(cat "$c/VERSION")")
+done
+helm_ upgrade --install napwake charts/napwake -n napwake-system --create-namespace "${sets[@]}" --wait --timeout 3m >/dev/null
+k get pods -n napwake-system -o wide | sed 's/^/            /'
+
+say "Deploying the sample app in $NS: 2 replicas, Ready 3 s after start, labelled napwake.dev/enabled=true, idle-after $IDLE"
 k create namespace "$NS" --dry-run=client -o yaml | k apply -f - >/dev/null
-k apply -n "$NS" -f "$here/demo/sampleapp.yaml" >/dev/null
-k rollout status -n "$NS" deploy/sampleapp --timeout=120s
-k get pods -n "$NS" -o wide
-ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
-say "A request to the Service's ClusterIP $ip, from the node"
-"$here/testbed/cluster.sh" exec "$root/_out/sampleapp" get "http://$ip/"
+sed -e "s#napwake.local/napwake-sampleapp:e2e#$app_image#" -e "s#napwake.dev/idle-after: \"1m\"#napwake.dev/idle-after: \"$IDLE\"#" \
+  hack/demo/sampleapp.yaml | k apply -n "$NS" -f - >/dev/null
+k rollout status -n "$NS" deploy/sampleapp --timeout=120s >/dev/null
+k wait -n "$NS" --for=jsonpath='{.status.phase}'=Running mw/sampleapp --timeout=60s >/dev/null
+k get pods -n "$NS" | sed 's/^/            /'
+note "Napwake made a ManagedWorkload for it, and says when it will pause if nobody calls it:"
+k get mw -n "$NS" sampleapp -o custom-columns='NAME:.metadata.name,PHASE:.status.phase,PAUSE AT:.status.pauseAt,SOURCE:.status.lastActivitySource' | sed 's/^/            /'
 
-say "NOT YET: Napwake's operator and doorman are still being built, so this demo stops here."
-echo "It showed the local cluster serving a probed workload through kube-proxy."
-echo "Explore:  hack/testbed/cluster.sh exec kubectl get all -n $NS"
-echo "Remove:   make demo-down"
+say "Waiting for it to go idle ($IDLE without a request)..."
+last=""
+while :; do
+  phase=$(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}')
+  if [ "$phase" != "$last" ]; then note "phase: $phase"; last=$phase; fi
+  [ "$phase" = Paused ] && break
+  sleep 1
+done
+say "Paused: no pods, and the Service now leads to the doorman"
+note "pods: $(k get pods -n "$NS" -l app=sampleapp --no-headers 2>/dev/null | wc -l)   replicas kept: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.pause.replicas}')"
+k get endpointslices -n "$NS" -l endpointslice.kubernetes.io/managed-by=napwake.dev -o wide | sed 's/^/            /'
+note "(those endpoints are the doorman pods above; the Service, its ClusterIP and its DNS name are unchanged)"
+
+ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
+say "A client pod sends GET http://$ip/ to the paused app: the doorman holds it and wakes the app"
+k delete pod -n "$NS" client --ignore-not-found >/dev/null
+k run client -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
+  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
+  -- get --user-agent demo-client/1 "http://$ip/" >/dev/null
+last=""
+while :; do
+  phase=$(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}')
+  ready=$(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')
+  line="phase: $phase, ready pods: ${ready:-0}"
+  if [ "$line" != "$last" ]; then note "$line"; last=$line; fi
+  done_=$(k get pod -n "$NS" client -o jsonpath='{.status.phase}')
+  [ "$done_" = Succeeded ] || [ "$done_" = Failed ] && break
+  sleep 0.5
+done
+say "The client's answer (one slow response, not an error):"
+k logs -n "$NS" client | sed 's/^/            /'
+note "woken by: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.lastActivitySource}')   (the doorman stamped napwake.dev/last-request)"
+k get events -n "$NS" --field-selector involvedObject.kind=ManagedWorkload --sort-by=.lastTimestamp \
+  -o custom-columns='REASON:.reason,MESSAGE:.message' | tail -n 6 | sed 's/^/            /'
+
+say "kubectl napwake status"
+CGO_ENABLED=0 go build -trimpath -o bin/kubectl-napwake ./kubectl-napwake
+if [ -n "$remote" ]; then bin/kubectl-napwake status -n "$NS"; else "$here/testbed/cluster.sh" exec "$root/bin/kubectl-napwake" status -n "$NS"; fi | sed 's/^/            /'
+
+say "Done in $(( $(date +%s) - t0 ))s. The cluster stays up for you to explore:"
+if [ -n "$remote" ]; then
+  note "kubectl get mw,pods -n $NS"
+else
+  note "hack/testbed/cluster.sh exec kubectl get mw,pods -n $NS       (KUBECONFIG=$("$here/testbed/cluster.sh" kubeconfig), inside the namespace napwake-node)"
+  note "hack/testbed/cluster.sh exec $root/bin/kubectl-napwake describe sampleapp -n $NS"
+fi
+note "remove it all: make demo-down"
