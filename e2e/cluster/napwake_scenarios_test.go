@@ -251,25 +251,13 @@ func scenarioStatefulSet(ctx context.Context, ns string) {
 	app := optedIn("store", ns, 3, longIdle)
 	Expect(fw.DeployStatefulSet(ctx, app)).To(Succeed())
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
-	Eventually(func() (int32, error) {
-		s, err := fw.Clientset.AppsV1().StatefulSets(ns).Get(ctx, app.Name, metav1.GetOptions{})
-		if err != nil {
-			return 0, err
-		}
-		return s.Status.ReadyReplicas, nil
-	}).Should(Equal(int32(3)))
+	Eventually(func() (int32, error) { return fw.StatefulSetReadyReplicas(ctx, ns, app.Name) }).Should(Equal(int32(3)))
 	pauseNow(ctx, ns, app.Name)
 	s, err := fw.Clientset.AppsV1().StatefulSets(ns).Get(ctx, app.Name, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(ptr.Deref(s.Spec.Replicas, -1)).To(Equal(int32(0)))
 	Expect(fw.Annotate(ctx, ns, app.Name, map[string]string{napwakev1alpha1.AnnotationWakeRequested: time.Now().UTC().Format(time.RFC3339)})).To(Succeed())
-	Eventually(func() (int32, error) {
-		s, err := fw.Clientset.AppsV1().StatefulSets(ns).Get(ctx, app.Name, metav1.GetOptions{})
-		if err != nil {
-			return 0, err
-		}
-		return s.Status.ReadyReplicas, nil
-	}).Should(Equal(int32(3)))
+	Eventually(func() (int32, error) { return fw.StatefulSetReadyReplicas(ctx, ns, app.Name) }).Should(Equal(int32(3)))
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
 	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
 	Expect(err).NotTo(HaveOccurred())

@@ -172,6 +172,15 @@ func (f *Framework) ReadyReplicas(ctx context.Context, ns, name string) (int32, 
 	return d.Status.ReadyReplicas, nil
 }
 
+// StatefulSetReadyReplicas is the StatefulSet's status.readyReplicas.
+func (f *Framework) StatefulSetReadyReplicas(ctx context.Context, ns, name string) (int32, error) {
+	s, err := f.Clientset.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return s.Status.ReadyReplicas, nil
+}
+
 // ClusterIP returns the Service's ClusterIP.
 func (f *Framework) ClusterIP(ctx context.Context, ns, name string) (string, error) {
 	s, err := f.Clientset.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
