@@ -40,6 +40,7 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
+	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
