@@ -132,6 +132,11 @@ func createMW(t *testing.T, namespace string, doormanPort int, phase v1alpha1.Ph
 // own EndpointSlice listing it Ready on port.
 func readyPod(t *testing.T, namespace, name, ip string, port int, managedBy string) {
 	t.Helper()
+	createSlice(t, namespace, createPod(t, namespace, name, ip), ip, port, managedBy)
+}
+
+func createPod(t *testing.T, namespace, name, ip string) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
@@ -142,15 +147,20 @@ func readyPod(t *testing.T, namespace, name, ip string, port int, managedBy stri
 	if err := k8s.Status().Update(ctx, p); err != nil {
 		t.Fatalf("setting the Pod's status.podIPs: %v", err)
 	}
+	return p
+}
+
+func createSlice(t *testing.T, namespace string, p *corev1.Pod, ip string, port int, managedBy string) {
+	t.Helper()
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-slice", Namespace: namespace, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-slice", Namespace: namespace, Labels: map[string]string{
 			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: managedBy}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: name, UID: p.UID}}},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: p.Name, UID: p.UID}}},
 	}
-	if err := k8s.Create(ctx, s); err != nil {
+	if err := k8s.Create(context.Background(), s); err != nil {
 		t.Fatalf("creating the EndpointSlice: %v", err)
 	}
 }
@@ -165,6 +175,11 @@ type stack struct {
 // with the loopback exception of the dial rules (test pods are on 127.0.0.1).
 func startDoorman(t *testing.T, clk clock.PassiveClock) *stack {
 	t.Helper()
+	return startDoormanWith(t, clk, proxy.DefaultLimits())
+}
+
+func startDoormanWith(t *testing.T, clk clock.PassiveClock, limits proxy.Limits) *stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logr.Discard()))
 	c, err := NewCache(cfg, scheme)
 	if err != nil {
@@ -177,7 +192,7 @@ func startDoorman(t *testing.T, clk clock.PassiveClock) *stack {
 	m := metrics.New()
 	table := proxy.NewTable()
 	hooks := NewHooks(k8s, recorder, clk, logr.Discard())
-	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: rules, Silence: 200 * time.Millisecond, Dial: dialLoopback}, table, hooks, m)
+	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: rules, Silence: 200 * time.Millisecond, Dial: dialLoopback, Limits: limits}, table, hooks, m)
 	srv.Start(ctx)
 	w := NewWatcher(c, table, srv, rules)
 	var wg sync.WaitGroup

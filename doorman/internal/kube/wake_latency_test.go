@@ -1,0 +1,141 @@
+package kube
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	v1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/proxy"
+)
+
+// TestWakeToFirstByteThroughTheWatch measures, through a real API server
+// and the doorman's informers, the time from the Service's own
+// EndpointSlice showing a Ready Pod (the create call returning) to each
+// held caller's first byte at the pod. NAPWAKE_WAKE_HELD lists the numbers
+// of held callers (default 50); hack/bench/doorman.sh sets 1,50,256. The
+// bound asserted is loose (the machine may be busy); the numbers are logged.
+func TestWakeToFirstByteThroughTheWatch(t *testing.T) {
+	sizes := []int{50}
+	if v := os.Getenv("NAPWAKE_WAKE_HELD"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("NAPWAKE_WAKE_HELD %q: %v", v, err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			p50, p99, mx := wakeThroughWatch(t, n)
+			t.Logf("wake to first byte through the watch, %d held: p50 %.2f ms, p99 %.2f ms, max %.2f ms", n, ms(p50), ms(p99), ms(mx))
+			fmt.Printf("| %d | %.2f | %.2f | %.2f |\n", n, ms(p50), ms(p99), ms(mx))
+			if p99 > 2*time.Second {
+				t.Fatalf("p99 %v: held callers are not moved by the watch", p99)
+			}
+		})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func wakeThroughWatch(t *testing.T, n int) (p50, p99, mx time.Duration) {
+	namespace := newNamespace(t)
+	port := freePort(t)
+	createMW(t, namespace, port, v1alpha1.PhaseResuming, time.Now().Add(-time.Hour))
+	limits := proxy.DefaultLimits()
+	limits.HeldPerWorkload, limits.HeldPerSource, limits.HeldPerSourceWorkload = limits.Held, limits.Held, limits.Held
+	st := startDoormanWith(t, clock.RealClock{}, limits)
+
+	pod, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pod.Close()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	got := make(chan struct{}, n)
+	go func() {
+		for {
+			c, err := pod.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 1)
+				if _, err := c.Read(b); err == nil {
+					mu.Lock()
+					arrivals = append(arrivals, time.Now())
+					mu.Unlock()
+					got <- struct{}{}
+				}
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	first := dialPort(t, port)
+	conns := []net.Conn{first}
+	for len(conns) < n {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for _, c := range conns {
+		_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
+	}
+	eventually(t, "every caller held", func() bool { return heldGauge(st) == float64(n) })
+	time.Sleep(100 * time.Millisecond) // every held connection at its wait
+
+	p := createPod(t, namespace, "api-1", "10.244.0.5")
+	time.Sleep(200 * time.Millisecond) // the Pod reaches the doorman's cache before its slice
+	t0 := time.Now()
+	createSlice(t, namespace, p, "10.244.0.5", pod.Addr().(*net.TCPAddr).Port, v1alpha1.EndpointSliceControllerManager)
+	timeout := time.After(20 * time.Second)
+	for range n {
+		select {
+		case <-got:
+		case <-timeout:
+			t.Fatal("not every held caller reached the pod")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	d := make([]time.Duration, len(arrivals))
+	for i, a := range arrivals {
+		d[i] = a.Sub(t0)
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[(len(d)*99+99)/100-1], d[len(d)-1]
+}
+
+func heldGauge(st *stack) float64 {
+	mf, err := st.m.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, f := range mf {
+		if f.GetName() == "napwake_doorman_held_connections" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
