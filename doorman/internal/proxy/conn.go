@@ -183,7 +183,7 @@ func (s *Server) waitAndPass(ctx context.Context, h *heldConn, release func(), p
 		until := deadline
 		if len(eps) > 0 {
 			if time.Now().Before(retryAt) {
-				until = retryAt
+				until = minTime(retryAt, deadline)
 			} else if ok, _ := s.passing.take(s.passingKeys(src)); ok {
 				cancelWatch()
 				err := s.pass(ctx, h.c, h, port, key, src, eps, func() {
@@ -530,6 +530,13 @@ func (h *heldConn) releaseBytes() {
 	h.counted = 0
 	h.buf = nil
 	h.s.bytes.give(n)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -45,11 +45,20 @@ var (
 	child    = flag.String("child", "", "internal: run the doorman side in this process: pass=<backend>, hold=<n>, wake=<n>")
 )
 
+// nopHooks stands in for Kubernetes: the benchmark measures the data path.
 type nopHooks struct{}
 
+var _ proxy.Hooks = nopHooks{}
+
+// Wake does nothing.
+
 func (nopHooks) Wake(context.Context, proxy.Workload, string, netip.Addr) error { return nil }
-func (nopHooks) TurnedAway(proxy.Workload)                                      {}
-func (nopHooks) NotServed(proxy.Workload, string, time.Duration, string)        {}
+
+// TurnedAway does nothing.
+func (nopHooks) TurnedAway(proxy.Workload) {}
+
+// NotServed does nothing.
+func (nopHooks) NotServed(proxy.Workload, string, time.Duration, string) {}
 
 func run() error {
 	flag.Parse()
