@@ -83,13 +83,13 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 		rt.write(w, o)
 	}
 	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionWakeOnRequest); c != nil && c.Status != metav1.ConditionTrue {
-		fmt.Fprintf(w, "Why not routed:\n  %s: %s\n", o.paint(yellow, c.Reason), oneLine(c.Message))
+		fmt.Fprintf(w, "Why not routed:\n  %s: %s\n", o.paint(yellow, clean(c.Reason)), oneLine(c.Message))
 	}
 	if ps := Problems(mw, events); len(ps) > 0 {
 		fmt.Fprintln(w, o.paint(yellow, "Needs attention:"))
 		pt := table{indent: "  "}
 		for _, p := range ps {
-			pt.add(cell{p.Reason, yellow}, txt(oneLine(p.Message)))
+			pt.add(cell{clean(p.Reason), yellow}, txt(oneLine(p.Message)))
 		}
 		pt.write(w, o)
 	}

@@ -24,8 +24,8 @@ func Shade(v, peak int32) int {
 	if v <= 0 || peak <= 0 {
 		return 0
 	}
-	steps := int32(len(shades) - 1)
-	s := (v*steps + peak - 1) / peak // ceil(v*4/peak)
+	steps := int64(len(shades) - 1)
+	s := (int64(v)*steps + int64(peak) - 1) / int64(peak) // ceil(v*4/peak), in 64 bits: weights near MaxInt32 must not overflow
 	return int(min(max(s, 1), steps))
 }
 

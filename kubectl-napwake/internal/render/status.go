@@ -152,7 +152,7 @@ func Status(w io.Writer, mws []v1alpha1.ManagedWorkload, events []corev1.Event, 
 	attention.indent = "  "
 	for i := range mws {
 		for _, p := range Problems(&mws[i], events) {
-			attention.add(txt(ref(&mws[i], o)), cell{p.Reason, yellow}, txt(oneLine(p.Message)))
+			attention.add(txt(ref(&mws[i], o)), cell{clean(p.Reason), yellow}, txt(oneLine(p.Message)))
 		}
 	}
 	if len(attention.rows) > 0 {
@@ -238,7 +238,7 @@ func PhaseCell(p v1alpha1.Phase) cell {
 	case "":
 		return txt("-")
 	default:
-		return cell{string(p), yellow}
+		return cell{clean(string(p)), yellow}
 	}
 }
 
@@ -264,5 +264,6 @@ func plural(n int64, noun string) string {
 	return strconv.FormatInt(n, 10) + " " + noun + "s"
 }
 
-// oneLine folds a multi-line message so a table row stays one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine folds a multi-line message so a table row stays one line, with
+// control characters blanked (see clean).
+func oneLine(s string) string { return strings.Join(strings.Fields(clean(s)), " ") }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -49,7 +50,24 @@ type cell struct {
 	c    colour
 }
 
-func txt(s string) cell { return cell{text: s} }
+// txt is a plain cell. Its text comes from the cluster, so control and
+// format characters (escape sequences, newlines, bidi overrides) are blanked:
+// a hostile object must not drive the terminal or break a row.
+func txt(s string) cell { return cell{text: clean(s)} }
+
+// clean replaces control and format characters with spaces.
+func clean(s string) string {
+	bad := func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+	if strings.IndexFunc(s, bad) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if bad(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
 
 // table lays out rows in columns the way kubectl does: left aligned, three
 // spaces between columns, no trailing spaces. Widths count runes of the plain

@@ -39,5 +39,5 @@ func Version(w io.Writer, r VersionReport, o Options) {
 	case r.Operator.Namespace != "":
 		op += " (namespace " + r.Operator.Namespace + ")"
 	}
-	fmt.Fprintf(w, "Operator: %s\n", op)
+	fmt.Fprintf(w, "Operator: %s\n", clean(op))
 }
