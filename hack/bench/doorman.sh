@@ -7,6 +7,8 @@
 # Bounded: each throughput run lasts -duration (3 s), and the whole run a
 # couple of minutes at most. Extra arguments go to the bench program
 # (doorman/internal/tools/bench): -duration, -rounds, -held, -haproxy.
+# NAPWAKE_BENCH_CPUPROFILE=FILE writes a CPU profile of the doorman process
+# while it passes the held callers on (go tool pprof -top).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)

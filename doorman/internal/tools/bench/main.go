@@ -18,11 +18,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"napwake.dev/doorman/internal/metrics"
@@ -128,13 +130,13 @@ func run() error {
 	if err := heldMemory(ctx, *held); err != nil {
 		return err
 	}
-	fmt.Printf("\n## Wake to first byte\n\nFrom the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod.\n\n| held | p50 ms | p99 ms | max ms |\n|---|---|---|---|\n")
+	fmt.Printf("\n## Wake to first byte\n\nFrom the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod, in a doorman process of its own; and the CPU time that process spent passing them on (what bounds the latency on an idle machine with 2 CPUs).\n\n| held | p50 ms | p99 ms | max ms | doorman CPU ms |\n|---|---|---|---|---|\n")
 	for _, n := range []int{1, 50, 256} {
-		p50, p99, mx, err := wakeToFirstByte(ctx, n)
+		p50, p99, mx, cpu, err := wakeToFirstByte(ctx, n)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %d | %.2f | %.2f | %.2f |\n", n, ms(p50), ms(p99), ms(mx))
+		fmt.Printf("| %d | %.2f | %.2f | %.2f | %.1f |\n", n, ms(p50), ms(p99), ms(mx), ms(cpu))
 	}
 	return nil
 }
@@ -251,6 +253,8 @@ func runChild(ctx context.Context, mode string) error {
 	heap0, stacks0 := goMem()
 	rss0 := rss()
 	fmt.Printf("LISTEN 127.0.0.1:%d\n", port)
+	var cpu0 time.Duration
+	var prof *os.File
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd, val, _ := strings.Cut(in.Text(), " ")
@@ -266,7 +270,19 @@ func runChild(ctx context.Context, mode string) error {
 		case "mem":
 			heap, stacks := goMem()
 			fmt.Printf("MEM %d %d %d\n", heap-heap0, stacks-stacks0, rss()-rss0)
+		case "cpu":
+			if prof != nil {
+				pprof.StopCPUProfile()
+				_ = prof.Close()
+			}
+			fmt.Printf("CPU %d\n", cpuTime()-cpu0)
 		case "ready":
+			if path := os.Getenv("NAPWAKE_BENCH_CPUPROFILE"); path != "" && kind == "wake" {
+				if prof, err = os.Create(path); err == nil {
+					_ = pprof.StartCPUProfile(prof)
+				}
+			}
+			cpu0 = cpuTime()
 			t0 := time.Now()
 			table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(val)})
 			fmt.Printf("T0 %d\n", t0.UnixNano())
@@ -429,6 +445,15 @@ func goMem() (heap, stacks int64) {
 	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // holdOnChild starts a doorman process in mode and holds n connections
 // on it, each having sent req. The caller stops the process and closes
 // the connections with the returned func.
@@ -531,7 +556,7 @@ func freePort() (int, error) {
 // wakeToFirstByte holds n callers on a doorman in its own process, then
 // marks the pod Ready there and measures until each caller's first byte
 // reaches the pod.
-func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx time.Duration, err error) {
+func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx, cpu time.Duration, err error) {
 	var mu sync.Mutex
 	var arrivals []time.Time
 	got := make(chan struct{}, n)
@@ -547,22 +572,22 @@ func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx time.Duration, err 
 		_, _ = io.Copy(io.Discard, c)
 	})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer pod.Close()
 	ch, done, err := holdOnChild("wake", n, []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer done()
 	ch.send("ready " + pod.Addr().String())
 	l, err := ch.line()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	ns, err := strconv.ParseInt(strings.TrimPrefix(l, "T0 "), 10, 64)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("reading %q: %w", l, err)
+		return 0, 0, 0, 0, fmt.Errorf("reading %q: %w", l, err)
 	}
 	t0 := time.Unix(0, ns)
 	timeout := time.After(10 * time.Second)
@@ -570,7 +595,13 @@ func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx time.Duration, err 
 		select {
 		case <-got:
 		case <-timeout:
-			return 0, 0, 0, errors.New("not every held caller reached the pod")
+			return 0, 0, 0, 0, errors.New("not every held caller reached the pod")
+		}
+	}
+	ch.send("cpu")
+	if l, err := ch.line(); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimPrefix(l, "CPU "), 10, 64); err == nil {
+			cpu = time.Duration(v)
 		}
 	}
 	mu.Lock()
@@ -580,5 +611,5 @@ func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx time.Duration, err 
 		d[i] = a.Sub(t0)
 	}
 	slices.Sort(d)
-	return d[len(d)/2], d[(len(d)*99+99)/100-1], d[len(d)-1], nil
+	return d[len(d)/2], d[(len(d)*99+99)/100-1], d[len(d)-1], cpu, nil
 }
