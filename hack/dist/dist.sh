@@ -6,9 +6,12 @@
 #
 #   VERSION=v0.1.0 hack/dist/dist.sh       # `make dist`
 #
+# Archives are reproducible: building the same sources twice gives the same
+# sha256 sums (-trimpath, -buildvcs=false, fixed mtimes, sorted entries).
+#
 # VERSION defaults to kubectl-napwake/VERSION (the module's version, as for
-# every deployable), else the newest kubectl-napwake/v* tag, else v0.0.0-dev. Archives are reproducible: fixed mtimes (the commit's
-# time), sorted entries, numeric owners, gzip without a name or time.
+# every deployable), else the newest kubectl-napwake/v* tag, else
+# v0.0.0-dev.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,8 +24,11 @@ if [[ ! $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)
 	echo "dist: VERSION must be semver with a leading v (krew needs it), got '$version'" >&2
 	exit 1
 fi
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+# The last commit touching what goes into the binary, not HEAD: other
+# components' commits must not change the plugin's archives.
+srcs=(kubectl-napwake apis shared go.work)
+commit=$(git log -1 --format=%H -- "${srcs[@]}" 2>/dev/null || echo unknown)
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct -- "${srcs[@]}" 2>/dev/null || echo 0)}
 out=${DIST_DIR:-$root/dist/kubectl-napwake}
 platforms=${PLATFORMS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"}
 
@@ -37,7 +43,7 @@ for platform in $platforms; do
 	stage="$work/$os-$arch"
 	mkdir -p "$stage"
 	echo "dist: building kubectl-napwake $version for $os/$arch" >&2
-	CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
+	CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
 		-ldflags "-s -w -X napwake.dev/shared/version.Version=$version -X napwake.dev/shared/version.Commit=$commit" \
 		-o "$stage/kubectl-napwake" ./kubectl-napwake
 	files=(kubectl-napwake)
