@@ -13,8 +13,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -433,6 +435,54 @@ func TestVersionAnswersWhenTheClusterIsUnreachable(t *testing.T) {
 	mustSucceed(t, r)
 	if !strings.Contains(r.out, "Operator: unknown (cannot reach the Kubernetes API server at https://"+addr+" (connection refused)") {
 		t.Errorf("version printed:\n%s", r.out)
+	}
+}
+
+// TestAViewerMayLookButNotWake gives a user a Role that reads
+// ManagedWorkloads but may not patch them: status works, wake fails with the
+// API server's reason in one line, and nothing is written.
+func TestAViewerMayLookButNotWake(t *testing.T) {
+	ns := namespace(t, "viewer")
+	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused, Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: v1alpha1.PauseIdle}}})
+	rbacScheme := runtime.NewScheme()
+	if err := rbacv1.AddToScheme(rbacScheme); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := client.New(env.Config, client.Options{Scheme: rbacScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "napwake-viewer"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"managedworkloads"}, Verbs: []string{"get", "list", "watch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob-views"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "bob"}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := rc.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob, err := writeUserKubeconfig(env, t.TempDir(), envtest.User{Name: "bob"}, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RBAC caches settle within moments; poll until bob may list.
+	waitFor(t, "bob's Role to apply", func() bool { return run(t, bob, nil, "status", "-n", ns).err == nil })
+	r := run(t, bob, nil, "status", "-n", ns)
+	mustSucceed(t, r)
+	if !strings.Contains(r.out, "api    Paused") {
+		t.Errorf("bob's status:\n%s", r.out)
+	}
+	r = run(t, bob, nil, "wake", "api", "-n", ns)
+	assertOneLine(t, r, `setting napwake.dev/wake-requested on ManagedWorkload api: not allowed: managedworkloads.napwake.dev "api" is forbidden: User "bob" cannot patch resource "managedworkloads" in API group "napwake.dev" in the namespace "viewer": ask a cluster admin`)
+	var mw v1alpha1.ManagedWorkload
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, &mw); err != nil {
+		t.Fatal(err)
+	}
+	if _, set := mw.Annotations[v1alpha1.AnnotationWakeRequested]; set {
+		t.Errorf("a refused wake still set the annotation: %v", mw.Annotations)
 	}
 }
 
