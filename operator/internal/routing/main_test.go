@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/testenv"
@@ -52,6 +54,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	cfg = c
+	ctrllog.SetLogger(logr.Discard())
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = napwakev1alpha1.AddToScheme(scheme)
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
@@ -91,7 +94,7 @@ func startDualStack() (*envtest.Environment, *rest.Config, error) {
 	api := env.ControlPlane.GetAPIServer()
 	api.Configure().Set("advertise-address", "127.0.0.1")
 	api.Configure().Set("endpoint-reconciler-type", "none")
-	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/24,fd00:10::/108")
+	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/16,fd00:10::/108")
 	c, err := env.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
@@ -101,7 +104,7 @@ func startDualStack() (*envtest.Environment, *rest.Config, error) {
 
 // fixture is one test's namespace, doorman Service and stand-in doorman pods.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	g       Gomega
 	ctx     context.Context
 	ns      string
@@ -197,7 +200,7 @@ func (f *fixture) setDoormen(pods ...doormanPod) {
 // to its own loopback address (127.0.0.50 and up), and a stand-in listens
 // on every doorman port in any ManagedWorkload's routes, as the doorman does.
 type standIns struct {
-	t        *testing.T
+	t        testing.TB
 	mu       sync.Mutex
 	loopback map[string]string       // pod IP -> 127.0.0.x
 	open     map[string]net.Listener // 127.0.0.x:port -> listener
@@ -206,7 +209,7 @@ type standIns struct {
 	next     int
 }
 
-func newStandIns(t *testing.T) *standIns {
+func newStandIns(t testing.TB) *standIns {
 	s := &standIns{t: t, loopback: map[string]string{}, open: map[string]net.Listener{}, deaf: map[string]bool{}, dials: map[string]int{}, next: 50}
 	t.Cleanup(s.closeAll)
 	return s
