@@ -26,7 +26,7 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 	kv.add(txt("Name:"), txt(mw.Name))
 	kv.add(txt("Namespace:"), txt(mw.Namespace))
 	kv.add(txt("Target:"), txt(string(mw.Spec.TargetRef.Kind)+"/"+mw.Spec.TargetRef.Name))
-	kv.add(txt("Phase:"), PhaseCell(s.Phase))
+	kv.add(txt("Phase:"), phaseCell(s.Phase))
 	if s.Pause != nil {
 		label := "Pause:"
 		if s.Phase == v1alpha1.PhaseRunning {
@@ -85,7 +85,7 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionWakeOnRequest); c != nil && c.Status != metav1.ConditionTrue {
 		fmt.Fprintf(w, "Why not routed:\n  %s: %s\n", o.paint(yellow, clean(c.Reason)), oneLine(c.Message))
 	}
-	if ps := Problems(mw, events); len(ps) > 0 {
+	if ps := Problems(mw, events, o.Now); len(ps) > 0 {
 		fmt.Fprintln(w, o.paint(yellow, "Needs attention:"))
 		pt := table{indent: "  "}
 		for _, p := range ps {

@@ -229,7 +229,7 @@ func TestProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, p := range Problems(&tc.mw, events) {
+			for _, p := range Problems(&tc.mw, events, now) {
 				got = append(got, p.Reason)
 			}
 			if len(got) != len(tc.want) {
@@ -242,9 +242,15 @@ func TestProblems(t *testing.T) {
 			}
 		})
 	}
+	old := mws[3]
+	stale := []corev1.Event{events[0]}
+	stale[0].LastTimestamp = at(-25 * time.Hour)
+	if ps := Problems(&old, stale, now); len(ps) != 1 || ps[0].Reason != v1alpha1.ReasonTargetNotFound {
+		t.Errorf("an InvalidSetting event from yesterday is listed: %v", ps)
+	}
 	notPaused := mws[1]
 	notPaused.Status.Conditions[0].Message = "the workload is running"
-	if ps := Problems(&notPaused, nil); len(ps) != 0 {
+	if ps := Problems(&notPaused, nil, now); len(ps) != 0 {
 		t.Errorf("a plain NotPaused is listed: %v", ps)
 	}
 }

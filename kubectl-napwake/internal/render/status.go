@@ -27,12 +27,17 @@ type Problem struct {
 // attention: the workload is awake, or the doorman is off on purpose.
 var notRoutingProblems = []string{v1alpha1.ReasonNotPaused, v1alpha1.ReasonDoormanDisabled, v1alpha1.ReasonDoormanRouted}
 
-// Problems lists what needs a person's attention on mw: a WakeOnRequest=False
-// routing reason, a routing problem carried from the last pause (message
-// starting "at its last pause: "), a missing target, and the InvalidSetting
-// events among events that concern mw or its target. Duplicated events (the
-// same message) are listed once.
-func Problems(mw *v1alpha1.ManagedWorkload, events []corev1.Event) []Problem {
+// recentEvents is how far back an InvalidSetting event still needs
+// attention: clusters keep events an hour by default, some far longer, and a
+// setting fixed yesterday should not be listed today.
+const recentEvents = 24 * time.Hour
+
+// Problems lists what needs a person's attention on mw at now: a
+// WakeOnRequest=False routing reason, a routing problem carried from the last
+// pause (message starting "at its last pause: "), a missing target, and the
+// InvalidSetting events of the last day among events that concern mw or its
+// target. Duplicated events (the same message) are listed once.
+func Problems(mw *v1alpha1.ManagedWorkload, events []corev1.Event, now time.Time) []Problem {
 	var out []Problem
 	if c := meta.FindStatusCondition(mw.Status.Conditions, v1alpha1.ConditionWakeOnRequest); c != nil && c.Status == metav1.ConditionFalse {
 		if strings.HasPrefix(c.Message, v1alpha1.CarriedOverPrefix) || !slices.Contains(notRoutingProblems, c.Reason) {
@@ -44,7 +49,7 @@ func Problems(mw *v1alpha1.ManagedWorkload, events []corev1.Event) []Problem {
 	}
 	seen := map[string]bool{}
 	for _, e := range eventsFor(mw, events) {
-		if e.Reason != v1alpha1.EventInvalidSetting || seen[e.Message] {
+		if e.Reason != v1alpha1.EventInvalidSetting || seen[e.Message] || now.Sub(eventTime(e)) > recentEvents {
 			continue
 		}
 		seen[e.Message] = true
@@ -151,7 +156,7 @@ func Status(w io.Writer, mws []v1alpha1.ManagedWorkload, events []corev1.Event, 
 	var attention table
 	attention.indent = "  "
 	for i := range mws {
-		for _, p := range Problems(&mws[i], events) {
+		for _, p := range Problems(&mws[i], events, o.Now) {
 			attention.add(txt(ref(&mws[i], o)), cell{clean(p.Reason), yellow}, txt(oneLine(p.Message)))
 		}
 	}
@@ -200,7 +205,7 @@ func statusRow(mw *v1alpha1.ManagedWorkload, o Options) []cell {
 	}
 	row := []cell{
 		txt(mw.Name),
-		PhaseCell(s.Phase),
+		phaseCell(s.Phase),
 		txt(string(mw.Spec.TargetRef.Kind) + "/" + mw.Spec.TargetRef.Name),
 		txt(kept),
 		txt(forDur),
@@ -228,8 +233,8 @@ func statusRow(mw *v1alpha1.ManagedWorkload, o Options) []cell {
 	return row
 }
 
-// PhaseCell colours a phase: green running, blue paused, yellow in between.
-func PhaseCell(p v1alpha1.Phase) cell {
+// phaseCell colours a phase: green running, blue paused, yellow in between.
+func phaseCell(p v1alpha1.Phase) cell {
 	switch p {
 	case v1alpha1.PhaseRunning:
 		return cell{string(p), green}
