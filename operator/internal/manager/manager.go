@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -54,6 +55,8 @@ type Options struct {
 	// Metrics are registered into controller-runtime's registry when nil;
 	// tests pass their own (already registered or not) to run many managers.
 	Metrics *metrics.Metrics
+	// SkipNameValidation lets a test process build more than one manager.
+	SkipNameValidation bool
 }
 
 // Scheme returns a scheme with the built-in types and Napwake's.
@@ -96,6 +99,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{SyncPeriod: &syncPeriod},
+		Controller:                    crconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

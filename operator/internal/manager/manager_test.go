@@ -1,0 +1,359 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/config"
+	"napwake.dev/operator/internal/metrics"
+	"napwake.dev/shared/testenv"
+)
+
+// These tests run the whole operator, as main builds it, against a real
+// kube-apiserver (envtest). There is no kube-controller-manager: the tests
+// set Deployment status themselves where a pause waits for pods to go.
+
+var (
+	restCfg *rest.Config
+	k8s     client.Client
+)
+
+func TestMain(m *testing.M) {
+	env, cfg, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restCfg = cfg
+	scheme, err := Scheme()
+	if err == nil {
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	}
+	if err == nil {
+		err = k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "napwake-system"}})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// clockStart is after the real time: creationTimestamps come from the API server's clock.
+var clockStart = time.Now().UTC().Truncate(time.Second).Add(time.Minute)
+
+type started struct {
+	mgr    ctrl.Manager
+	cancel context.CancelFunc
+	done   chan struct{} // closed once Start returned, err set
+	err    error
+	clock  *clocktesting.FakeClock
+}
+
+func (s *started) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case <-s.done:
+		if s.err != nil {
+			t.Errorf("manager: %v", s.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("manager did not stop within 30s")
+	}
+}
+
+func testConfig() config.Config {
+	c := config.Default(func(string) string { return "" })
+	c.MetricsBindAddress = "0"
+	c.HealthProbeBindAddress = "0"
+	c.LeaderElect = false
+	c.DefaultIdleAfter = time.Hour
+	return c
+}
+
+func start(t *testing.T, cfg config.Config, m *metrics.Metrics) *started {
+	t.Helper()
+	clock := clocktesting.NewFakeClock(clockStart)
+	mgr, err := New(Options{Config: cfg, REST: restCfg, Log: logr.Discard(), Clock: clock, Metrics: m, SkipNameValidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{mgr: mgr, cancel: cancel, done: make(chan struct{}), clock: clock}
+	go func() { s.err = mgr.Start(ctx); close(s.done) }()
+	t.Cleanup(func() { s.cancel(); <-s.done })
+	return s
+}
+
+// eventually polls check every 50ms for up to 20s.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval of a bounded wait
+	}
+	t.Fatalf("%s: still %v after 20s", what, err)
+}
+
+var nsCount atomic.Int32
+
+func namespace(t *testing.T, labels map[string]string, annotations map[string]string) string {
+	t.Helper()
+	name := fmt.Sprintf("mgr-%d", nsCount.Add(1))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func podTemplate(name string) (*metav1.LabelSelector, corev1.PodTemplateSpec) {
+	labels := map[string]string{"app": name}
+	return &metav1.LabelSelector{MatchLabels: labels}, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}},
+	}
+}
+
+func deployment(ns, name string, replicas int32, labels, annotations map[string]string) *appsv1.Deployment {
+	sel, tmpl := podTemplate(name)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: sel, Template: tmpl},
+	}
+}
+
+func statefulSet(ns, name string) *appsv1.StatefulSet {
+	sel, tmpl := podTemplate(name)
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: sel, Template: tmpl},
+	}
+}
+
+func getMW(ns, name string) (*napwakev1alpha1.ManagedWorkload, error) {
+	mw := &napwakev1alpha1.ManagedWorkload{}
+	return mw, k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, mw)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestALabelledWorkloadGetsAManagedWorkloadWithItsSettings(t *testing.T) {
+	start(t, testConfig(), metrics.New())
+	ctx := context.Background()
+	ns := namespace(t, nil, map[string]string{napwakev1alpha1.AnnotationIdleAfter: "2h", napwakev1alpha1.AnnotationWake: "ask"})
+	must(t, k8s.Create(ctx, deployment(ns, "web", 1,
+		map[string]string{napwakev1alpha1.LabelEnabled: "true"},
+		map[string]string{napwakev1alpha1.AnnotationWake: "Request", napwakev1alpha1.AnnotationWakeMaxWait: "30s"})))
+	must(t, k8s.Create(ctx, deployment(ns, "other", 1, nil, nil)))
+	eventually(t, "ManagedWorkload web", func() error {
+		mw, err := getMW(ns, "web")
+		if err != nil {
+			return err
+		}
+		s := mw.Spec
+		if s.TargetRef.Name != "web" || s.Wake.Mode != napwakev1alpha1.WakeAsk || s.IdleAfter.Duration != 2*time.Hour || s.Wake.MaxWait.Duration != 30*time.Second {
+			return fmt.Errorf("spec %+v: want Ask (unreadable wake), 2h from the namespace, 30s", s)
+		}
+		if mw.Labels[napwakev1alpha1.LabelManagedBy] != napwakev1alpha1.ManagedByOperator || len(mw.OwnerReferences) != 1 || mw.OwnerReferences[0].Name != "web" {
+			return fmt.Errorf("labels %v owners %v", mw.Labels, mw.OwnerReferences)
+		}
+		if mw.Status.Phase != napwakev1alpha1.PhaseRunning {
+			return fmt.Errorf("phase %q", mw.Status.Phase)
+		}
+		return nil
+	})
+	eventually(t, "an InvalidSetting event on the Deployment", func() error {
+		return findEvent(ns, "web", napwakev1alpha1.EventInvalidSetting, napwakev1alpha1.AnnotationWake)
+	})
+	if _, err := getMW(ns, "other"); err == nil {
+		t.Error("an unlabelled Deployment got a ManagedWorkload")
+	}
+}
+
+func TestALabelledNamespaceOptsInItsWorkloadsButNotIgnoredOnes(t *testing.T) {
+	start(t, testConfig(), metrics.New())
+	ctx := context.Background()
+	ns := namespace(t, map[string]string{napwakev1alpha1.LabelEnabled: "true"}, nil)
+	must(t, k8s.Create(ctx, deployment(ns, "db", 1, nil, nil)))
+	must(t, k8s.Create(ctx, statefulSet(ns, "db")))
+	must(t, k8s.Create(ctx, deployment(ns, "skip", 1, map[string]string{napwakev1alpha1.LabelIgnore: "true"}, nil)))
+	eventually(t, "ManagedWorkloads db and db-statefulset", func() error {
+		d, err := getMW(ns, "db")
+		if err != nil {
+			return err
+		}
+		s, err := getMW(ns, "db-statefulset")
+		if err != nil {
+			return err
+		}
+		if d.Spec.TargetRef.Kind != napwakev1alpha1.KindDeployment || s.Spec.TargetRef.Kind != napwakev1alpha1.KindStatefulSet {
+			return fmt.Errorf("targets %v and %v", d.Spec.TargetRef, s.Spec.TargetRef)
+		}
+		return nil
+	})
+	if _, err := getMW(ns, "skip"); err == nil {
+		t.Error("a Deployment labelled napwake.dev/ignore got a ManagedWorkload")
+	}
+}
+
+func TestRemovingTheLabelStopsManagementAndWakesAPausedWorkload(t *testing.T) {
+	s := start(t, testConfig(), metrics.New())
+	ctx := context.Background()
+	ns := namespace(t, nil, nil)
+	must(t, k8s.Create(ctx, deployment(ns, "api", 2, map[string]string{napwakev1alpha1.LabelEnabled: "true"}, nil)))
+	eventually(t, "Running", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhaseRunning) })
+
+	// Pause it by the annotation on the workload itself, as a labelled one allows.
+	d := &appsv1.Deployment{}
+	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, d))
+	d.Annotations = map[string]string{napwakev1alpha1.AnnotationPauseRequested: s.clock.Now().Format(time.RFC3339)}
+	must(t, k8s.Update(ctx, d))
+	eventually(t, "scaled to 0", func() error { return replicasAre(ns, "api", 0) })
+	eventually(t, "a Pausing event", func() error { return findEvent(ns, "api", napwakev1alpha1.EventPausing, "Requested") })
+	// The Deployment controller's part: no pod left.
+	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, d))
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
+	must(t, k8s.Status().Update(ctx, d))
+	eventually(t, "Paused", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhasePaused) })
+
+	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, d))
+	delete(d.Labels, napwakev1alpha1.LabelEnabled)
+	must(t, k8s.Update(ctx, d))
+	eventually(t, "2 replicas back", func() error { return replicasAre(ns, "api", 2) })
+	eventually(t, "the ManagedWorkload gone", func() error {
+		if _, err := getMW(ns, "api"); err == nil {
+			return errors.New("still there")
+		}
+		return nil
+	})
+}
+
+func TestTheManagerServesHealthAndMetricsAndElectsOneLeader(t *testing.T) {
+	cfg := testConfig()
+	cfg.LeaderElect = true
+	cfg.MetricsBindAddress = freeAddr(t)
+	cfg.HealthProbeBindAddress = freeAddr(t)
+	first := start(t, cfg, nil) // registers into controller-runtime's registry, as main does
+	select {
+	case <-first.mgr.Elected():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the only replica was not elected within 30s")
+	}
+	eventually(t, "/healthz", func() error { return get("http://"+cfg.HealthProbeBindAddress+"/healthz", "ok") })
+	eventually(t, "/metrics", func() error {
+		return get("http://"+cfg.MetricsBindAddress+"/metrics", `napwake_operator_workloads{phase="Running"}`)
+	})
+
+	cfg2 := testConfig()
+	cfg2.LeaderElect = true
+	second := start(t, cfg2, metrics.New())
+	select {
+	case <-second.mgr.Elected():
+		t.Fatal("a second replica was elected while the first leads")
+	case <-time.After(3 * time.Second): // a few of the 2s retry periods
+	}
+	first.stop(t) // releases the Lease on the way out
+	select {
+	case <-second.mgr.Elected():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second replica did not take over within 30s")
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func get(url, want string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+		return fmt.Errorf("%s: %d without %q", url, resp.StatusCode, want)
+	}
+	return nil
+}
+
+func phaseIs(ns, name string, p napwakev1alpha1.Phase) error {
+	mw, err := getMW(ns, name)
+	if err != nil {
+		return err
+	}
+	if mw.Status.Phase != p {
+		return fmt.Errorf("phase %q, want %q", mw.Status.Phase, p)
+	}
+	return nil
+}
+
+func replicasAre(ns, name string, n int32) error {
+	d := &appsv1.Deployment{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		return err
+	}
+	if *d.Spec.Replicas != n {
+		return fmt.Errorf("replicas %d, want %d", *d.Spec.Replicas, n)
+	}
+	return nil
+}
+
+// findEvent looks for an events.k8s.io Event about name with reason and a note containing text.
+func findEvent(ns, name, reason, text string) error {
+	var list eventsv1.EventList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, text) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s event about %s saying %q among %d", reason, name, text, len(list.Items))
+}
