@@ -60,7 +60,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each; corpora live in 
 	@$(ROOT)/hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: bench
-bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench.
+bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench/*.md.
 	@export KUBEBUILDER_ASSETS=$(ASSETS); for b in $(ROOT)/hack/bench/*.sh; do echo "[$$(date +%H:%M:%S)] $$b"; "$$b"; done
 
 ##@ Build
@@ -92,6 +92,14 @@ push: build ## Push the images to REGISTRY (make push REGISTRY=registry.example.
 	  d=$$($(BIN)/imagebuild --binary $(BIN)/$$c --image $(IMAGE_PREFIX)/napwake-$$c:$$v --entrypoint /$$c --push $(REGISTRY)); \
 	  echo "$$c.image.digest=$$d"; \
 	done
+
+.PHONY: dist
+dist: ## kubectl-napwake archives for linux and darwin, amd64 and arm64, into dist/kubectl-napwake.
+	@$(ROOT)/hack/dist/dist.sh
+
+.PHONY: krew-manifest
+krew-manifest: ## Write plugins/napwake.yaml (krew) with the archives' sha256 sums; run after make dist.
+	@$(ROOT)/hack/dist/krew-manifest.sh
 
 ##@ Generated files and checks
 
