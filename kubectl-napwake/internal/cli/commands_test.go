@@ -92,7 +92,10 @@ func mustSucceed(t *testing.T, r result) {
 func TestStatusAndDescribeMatchGoldenTables(t *testing.T) {
 	ns := namespace(t, "golden")
 	statusFleet(t, ns)
-	for _, tc := range []struct{ golden string; args []string }{
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
 		{"status", []string{"status", "-n", ns}},
 		{"status-wide", []string{"status", "-n", ns, "-o", "wide"}},
 		{"describe-paused", []string{"describe", "api", "-n", ns}},
@@ -247,7 +250,9 @@ func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
 
 	var r result
 	var wg sync.WaitGroup
-	wg.Go(func() { r = run(t, adminKubeconfig, clock.RealClock{}, "wake", "api", "-n", ns, "--wait", "--timeout", "30s") })
+	wg.Go(func() {
+		r = run(t, adminKubeconfig, clock.RealClock{}, "wake", "api", "-n", ns, "--wait", "--timeout", "30s")
+	})
 
 	// Play the operator: see the request, resume, then run.
 	waitFor(t, "the wake annotation", func() bool {

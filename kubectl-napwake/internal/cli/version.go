@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ func newVersionCommand(o *Options) *cobra.Command {
 		Short: "Print the plugin's version and, when the cluster is reachable, the operator's",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := render.VersionReport{Plugin: version.Get(Component), Operator: o.operatorVersion(cmd.Context())}
+			r := render.VersionReport{Plugin: pluginVersion(), Operator: o.operatorVersion(cmd.Context())}
 			switch format {
 			case "":
 				render.Version(o.IO.Out, r, o.renderOptions(false))
@@ -58,6 +59,19 @@ func newVersionCommand(o *Options) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "", "Output format. One of: (json, yaml).")
 	return cmd
+}
+
+// pluginVersion is version.Get, except that a binary built by
+// `go install napwake.dev/kubectl-napwake@vX.Y.Z` (no ldflags) reports the
+// module version Go recorded instead of "dev".
+func pluginVersion() version.Info {
+	info := version.Get(Component)
+	if info.Version == "dev" {
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			info.Version = bi.Main.Version
+		}
+	}
+	return info
 }
 
 // operatorVersion reads app.kubernetes.io/version from the operator's pods in
