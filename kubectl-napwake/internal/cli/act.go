@@ -88,6 +88,14 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 	return o.waitForPhase(ctx, s, mw, a.want, timeout)
 }
 
+// verbFor names the request that waits for phase p.
+func verbFor(p v1alpha1.Phase) string {
+	if p == v1alpha1.PhaseRunning {
+		return wakeAction.verb
+	}
+	return pauseAction.verb
+}
+
 func phaseOrUnknown(p v1alpha1.Phase) string {
 	if p == "" {
 		return "not yet seen by the operator"
@@ -105,6 +113,7 @@ func (o *Options) waitForPhase(ctx context.Context, s *session, mw *v1alpha1.Man
 		fmt.Fprintf(o.IO.Out, "%s is already %s\n", ref, want)
 		return nil
 	}
+	interrupted := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	live := &liveLine{w: o.IO.Out, terminal: o.IsTerminal(o.IO.Out), ref: ref, want: want}
@@ -135,6 +144,9 @@ func (o *Options) waitForPhase(ctx context.Context, s *session, mw *v1alpha1.Man
 	}
 	live.end()
 	took := roundElapsed(o.Clock.Since(start))
+	if phase != want && interrupted.Err() != nil {
+		return userErrorf("stopped waiting: %s is %s after %s; the %s request stands", ref, phaseOrUnknown(phase), took, verbFor(want))
+	}
 	if phase != want {
 		return userErrorf("%s is still %s after %s (--timeout %s): see why with `kubectl napwake describe %s -n %s`",
 			ref, phaseOrUnknown(phase), took, timeout, mw.Name, mw.Namespace)

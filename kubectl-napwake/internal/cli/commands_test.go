@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -18,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -220,6 +223,24 @@ func TestWakeAndPauseSetTheirAnnotations(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer a command writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // setPhase writes a phase as the operator would.
 func setPhase(t *testing.T, key client.ObjectKey, p v1alpha1.Phase) {
 	t.Helper()
@@ -290,6 +311,27 @@ func TestPauseWaitGivesUpAtTheTimeout(t *testing.T) {
 	want := regexp.MustCompile(`^timeout/api is still Running after 1(\.\d)?s \(--timeout 1s\): see why with ` + "`kubectl napwake describe api -n timeout`$")
 	if !want.MatchString(r.err.Error()) {
 		t.Errorf("error %q does not match %s", r.err, want)
+	}
+	// Interrupted (Ctrl-C cancels the context): it says so, not "timeout".
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var err error
+	var out syncBuffer
+	wg.Go(func() {
+		o := &Options{ConfigFlags: genericclioptions.NewConfigFlags(false), IO: genericiooptions.IOStreams{Out: &out, ErrOut: &out}, Clock: clock.RealClock{}}
+		cmd := NewCommand(o)
+		cmd.SetArgs([]string{"pause", "api", "-n", ns, "--wait", "--kubeconfig", adminKubeconfig})
+		err = cmd.ExecuteContext(ctx)
+	})
+	waitFor(t, "the pause request", func() bool {
+		var mw v1alpha1.ManagedWorkload
+		return admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, &mw) == nil &&
+			mw.Annotations[v1alpha1.AnnotationPauseRequested] != "" && strings.Contains(out.String(), "waiting for")
+	})
+	cancel()
+	wg.Wait()
+	if err == nil || !regexp.MustCompile(`^stopped waiting: timeout/api is Running after [0-9.]+m?s; the pause request stands$`).MatchString(err.Error()) {
+		t.Errorf("interrupted wait: %v", err)
 	}
 	// An already-paused workload needs no waiting.
 	setPhase(t, client.ObjectKey{Namespace: ns, Name: "api"}, v1alpha1.PhasePaused)
