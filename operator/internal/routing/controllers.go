@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -63,6 +64,7 @@ func (r *Router) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.pausedInNamespace)).
 		Watches(&networkingv1.Ingress{}, handler.EnqueueRequestsFromMapFunc(r.pausedInNamespace)).
 		WatchesRawSource(source.Channel(r.kick, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}). // Route locks per workload; the allocator has its own mutex
 		Complete(reconcile.Func(r.reconcileWorkload))
 	if err != nil {
 		return fmt.Errorf("setting up the routing controller: %w", err)
