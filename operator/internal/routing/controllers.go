@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -168,8 +169,19 @@ func (r *Router) reconcileDoormen(ctx context.Context, _ reconcile.Request) (rec
 			return reconcile.Result{}, err
 		}
 	}
-	if hadPrev && (len(prev) == 0) != (len(doormen) == 0) {
-		if err := r.kickRouted(ctx); err != nil {
+	switch {
+	case hadPrev && (len(prev) == 0) != (len(doormen) == 0):
+		// None left, or one back: every routed workload's routing changes.
+		if err := r.kickRouted(ctx, func(*napwakev1alpha1.ManagedWorkload) bool { return true }); err != nil {
+			return reconcile.Result{}, err
+		}
+	case !hadPrev && len(doormen) > 0:
+		// The first look since start: those found without a doorman
+		// before are routed now.
+		if err := r.kickRouted(ctx, func(mw *napwakev1alpha1.ManagedWorkload) bool {
+			c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest)
+			return c != nil && c.Reason == napwakev1alpha1.ReasonDoormanUnavailable
+		}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -179,16 +191,16 @@ func (r *Router) reconcileDoormen(ctx context.Context, _ reconcile.Request) (rec
 	return reconcile.Result{}, nil
 }
 
-// kickRouted re-routes every workload with routes, through the routing
-// controller.
-func (r *Router) kickRouted(ctx context.Context) error {
+// kickRouted re-routes every pausing or paused workload that want accepts,
+// through the routing controller.
+func (r *Router) kickRouted(ctx context.Context, want func(*napwakev1alpha1.ManagedWorkload) bool) error {
 	var list napwakev1alpha1.ManagedWorkloadList
 	if err := r.c.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing ManagedWorkloads to re-route: %w", err)
 	}
 	for i := range list.Items {
 		mw := &list.Items[i]
-		if !routing(mw) {
+		if !routing(mw) || !want(mw) {
 			continue
 		}
 		select {

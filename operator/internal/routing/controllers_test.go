@@ -174,3 +174,23 @@ func TestGKEIngressTakesAServiceOffAndBack(t *testing.T) {
 		g.Expect(sliceNames(f.slices())).To(ConsistOf("api-napwake-ipv4"))
 	}).Should(Succeed())
 }
+
+// TestADoormanThatAppearsAfterStartIsUsed: a workload paused while no
+// doorman pod was Ready is routed once the first one is, even when the
+// operator started without any.
+func TestADoormanThatAppearsAfterStartIsUsed(t *testing.T) {
+	f := newFixture(t)
+	f.pods.serve(f.ctx, "10.1.0.1")
+	tmpl := f.deployment("api")
+	f.service("api")
+	mw := f.pausing("api")
+	_, err := f.router().Route(f.ctx, mw, tmpl)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(wakeOnRequest(f.get(mw)).Reason).To(Equal(napwakev1alpha1.ReasonDoormanUnavailable))
+	f.managed()
+	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(wakeOnRequest(f.get(mw)).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
+		g.Expect(sliceNames(f.slices())).To(ConsistOf("api-napwake-ipv4"))
+	}).Should(Succeed())
+}
