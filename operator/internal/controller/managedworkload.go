@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -62,6 +64,23 @@ type ManagedWorkloadReconciler struct {
 	// SyncPeriod bounds how long a reconcile may be put off when nothing
 	// changes (idle clocks, the usage signal).
 	SyncPeriod time.Duration
+
+	superseded supersededVersions
+}
+
+// staleCacheRecheck: an informer usually catches up within milliseconds.
+const staleCacheRecheck = 50 * time.Millisecond
+
+// supersededVersions remembers, per ManagedWorkload, the resourceVersion
+// this reconciler's last write replaced: a cached object still at it is
+// known to be stale.
+type supersededVersions struct{ m sync.Map }
+
+func (v *supersededVersions) set(key types.NamespacedName, rv string) { v.m.Store(key, rv) }
+
+func (v *supersededVersions) is(key types.NamespacedName, rv string) bool {
+	old, ok := v.m.Load(key)
+	return ok && old.(string) == rv
 }
 
 var _ reconcile.Reconciler = (*ManagedWorkloadReconciler)(nil)
@@ -128,6 +147,11 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("managedWorkload", klog.KObj(mw)))
+	if r.superseded.is(req.NamespacedName, mw.ResourceVersion) {
+		// The cache has not caught up with this reconciler's own last
+		// write: deciding from it would only end in a conflict.
+		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
+	}
 	if !mw.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, mw)
 	}
@@ -180,10 +204,10 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			in.Target.PodsLeft = left
 		}
 		step := decide.Next(in)
-		if !s.live && needsLive(in.State.Phase, step) {
+		if !s.live && needsLive(step) {
 			// What a pause saves and what a wake compares with must be
 			// the workload's replicas now, not a cache's.
-			n, err := liveReplicas(ctx, r.Client, s.t)
+			n, err := liveReplicas(ctx, r.Client, &s.t)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -209,7 +233,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			if step.Replicas == 0 {
 				s.route(ctx)
 			}
-			before, err := scaleTo(ctx, r.Client, s.t, step.Replicas)
+			before, err := scaleTo(ctx, r.Client, &s.t, step.Replicas)
 			if err != nil {
 				return requeueOnConflict(err)
 			}
@@ -220,10 +244,11 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 	return reconcile.Result{RequeueAfter: time.Second}, nil
 }
 
-// needsLive says whether step would act on the target's replica count.
-func needsLive(phase napwakev1alpha1.Phase, step decide.Step) bool {
-	return step.Paused != "" || step.Kind == decide.Scale || step.Woken == napwakev1alpha1.SourceScaled ||
-		phase == napwakev1alpha1.PhasePausing || phase == napwakev1alpha1.PhaseResuming
+// needsLive says whether step would act on a replica count that must be
+// live: the count a pause saves, and a scale-up seen as someone else's.
+// Scaling reads the scale live anyway.
+func needsLive(step decide.Step) bool {
+	return step.Paused != "" || step.Woken == napwakev1alpha1.SourceScaled
 }
 
 func (s *run) idleAfter() time.Duration {
@@ -335,6 +360,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, usageOK bool) er
 		*mw = *base
 		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
+	s.r.superseded.set(client.ObjectKeyFromObject(mw), base.ResourceVersion)
 	return nil
 }
 
@@ -430,13 +456,13 @@ func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1a
 		return reconcile.Result{}, err
 	}
 	if found {
-		n, err := liveReplicas(ctx, r.Client, t)
+		n, err := liveReplicas(ctx, r.Client, &t)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		t.replicas = n
 		if want, needed := decide.Restore(stateOf(mw), t.observed()); needed {
-			if _, err := scaleTo(ctx, r.Client, t, want); err != nil {
+			if _, err := scaleTo(ctx, r.Client, &t, want); err != nil {
 				return requeueOnConflict(err)
 			}
 			r.Recorder.Eventf(mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventWaking, napwakev1alpha1.EventWaking,

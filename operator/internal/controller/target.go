@@ -26,6 +26,8 @@ type target struct {
 	selector    *metav1.LabelSelector
 	template    *corev1.PodTemplateSpec
 	annotations map[string]string
+	// scale is the scale subresource as last read live, for one scaleTo.
+	scale *autoscalingv1.Scale
 }
 
 // newTargetObject returns an empty object of the kind ref names.
@@ -94,17 +96,23 @@ func podsLeft(ctx context.Context, r client.Reader, namespace string, t target) 
 }
 
 // scaleTo sets the target's replicas through the scale subresource. The
-// scale is read live and written back with its resourceVersion, so a
-// concurrent edit of the workload makes the write fail with a conflict
-// (retried by the caller's requeue) instead of being overwritten. It returns
-// the replicas the target had before.
-func scaleTo(ctx context.Context, c client.Client, t target, replicas int32) (before int32, err error) {
-	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(ctx, t.obj, scale); err != nil {
-		return 0, fmt.Errorf("reading the scale of %s: %w", client.ObjectKeyFromObject(t.obj), err)
+// scale is read live (unless t.scale holds one read in this reconcile) and
+// written back with its resourceVersion, so a concurrent edit of the
+// workload makes the write fail with a conflict (retried by the caller's
+// requeue) instead of being overwritten. It returns the replicas the target
+// had before.
+func scaleTo(ctx context.Context, c client.Client, t *target, replicas int32) (before int32, err error) {
+	scale := t.scale
+	t.scale = nil // used once: after this write its resourceVersion is old
+	if scale == nil {
+		if _, err := liveReplicas(ctx, c, t); err != nil {
+			return 0, err
+		}
+		scale, t.scale = t.scale, nil
 	}
 	before = scale.Spec.Replicas
-	if before == replicas {
+	if before == replicas || (replicas > 0 && before > replicas) {
+		// A wake never scales down what someone scaled up further.
 		return before, nil
 	}
 	scale.Spec.Replicas = replicas
@@ -115,11 +123,13 @@ func scaleTo(ctx context.Context, c client.Client, t target, replicas int32) (be
 }
 
 // liveReplicas reads spec.replicas through the scale subresource, bypassing
-// any cache: what a pause saves must be what the workload has now.
-func liveReplicas(ctx context.Context, c client.Client, t target) (int32, error) {
+// any cache: what a pause saves must be what the workload has now. The scale
+// is kept in t for one scaleTo.
+func liveReplicas(ctx context.Context, c client.Client, t *target) (int32, error) {
 	scale := &autoscalingv1.Scale{}
 	if err := c.SubResource("scale").Get(ctx, t.obj, scale); err != nil {
 		return 0, fmt.Errorf("reading the scale of %s: %w", client.ObjectKeyFromObject(t.obj), err)
 	}
+	t.scale = scale
 	return scale.Spec.Replicas, nil
 }

@@ -55,9 +55,16 @@ type Options struct {
 	// Metrics are registered into controller-runtime's registry when nil;
 	// tests pass their own (already registered or not) to run many managers.
 	Metrics *metrics.Metrics
+	// MaxConcurrentReconciles is how many ManagedWorkloads are reconciled
+	// at once; 0 means DefaultConcurrency.
+	MaxConcurrentReconciles int
 	// SkipNameValidation lets a test process build more than one manager.
 	SkipNameValidation bool
 }
+
+// DefaultConcurrency: reconciles wait on the API server, not the CPU, so a
+// few run at once; 8 keeps a burst of pauses short without flooding it.
+const DefaultConcurrency = 8
 
 // Scheme returns a scheme with the built-in types and Napwake's.
 func Scheme() (*runtime.Scheme, error) {
@@ -88,6 +95,10 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	ctrl.SetLogger(opts.Log)
+	concurrency := opts.MaxConcurrentReconciles
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
 	syncPeriod := 10 * time.Hour // informers' resync; the reconciler requeues itself within cfg.SyncPeriod
 	mgr, err := ctrl.NewManager(opts.REST, ctrl.Options{
 		Scheme:                        scheme,
@@ -99,7 +110,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{SyncPeriod: &syncPeriod},
-		Controller:                    crconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
+		Controller:                    crconfig.Controller{SkipNameValidation: &opts.SkipNameValidation, MaxConcurrentReconciles: concurrency},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

@@ -75,7 +75,7 @@ type started struct {
 	clock  *clocktesting.FakeClock
 }
 
-func (s *started) stop(t *testing.T) {
+func (s *started) stop(t testing.TB) {
 	t.Helper()
 	s.cancel()
 	select {
@@ -97,7 +97,7 @@ func testConfig() config.Config {
 	return c
 }
 
-func start(t *testing.T, cfg config.Config, m *metrics.Metrics) *started {
+func start(t testing.TB, cfg config.Config, m *metrics.Metrics) *started {
 	t.Helper()
 	clock := clocktesting.NewFakeClock(clockStart)
 	mgr, err := New(Options{Config: cfg, REST: restCfg, Log: logr.Discard(), Clock: clock, Metrics: m, SkipNameValidation: true})
@@ -112,17 +112,22 @@ func start(t *testing.T, cfg config.Config, m *metrics.Metrics) *started {
 }
 
 // eventually polls check every 50ms for up to 20s.
-func eventually(t *testing.T, what string, check func() error) {
+func eventually(t testing.TB, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	eventuallyWithin(t, 20*time.Second, 50*time.Millisecond, what, check)
+}
+
+func eventuallyWithin(t testing.TB, limit, every time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
 		if err = check(); err == nil {
 			return
 		}
-		time.Sleep(50 * time.Millisecond) // polling interval of a bounded wait
+		time.Sleep(every) // polling interval of a bounded wait
 	}
-	t.Fatalf("%s: still %v after 20s", what, err)
+	t.Fatalf("%s: still %v after %s", what, err, limit)
 }
 
 var nsCount atomic.Int32
@@ -166,7 +171,7 @@ func getMW(ns, name string) (*napwakev1alpha1.ManagedWorkload, error) {
 	return mw, k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, mw)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
