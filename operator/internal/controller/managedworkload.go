@@ -104,14 +104,19 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-var indexed = map[ctrl.Manager]bool{}
+var indexed = struct {
+	sync.Mutex
+	m map[ctrl.Manager]bool
+}{m: map[ctrl.Manager]bool{}}
 
 // IndexManagedWorkloads adds the IndexTargetRef index, once per manager.
 func IndexManagedWorkloads(ctx context.Context, mgr ctrl.Manager) error {
-	if indexed[mgr] {
+	indexed.Lock()
+	defer indexed.Unlock()
+	if indexed.m[mgr] {
 		return nil
 	}
-	indexed[mgr] = true
+	indexed.m[mgr] = true
 	return mgr.GetFieldIndexer().IndexField(ctx, &napwakev1alpha1.ManagedWorkload{}, IndexTargetRef, func(o client.Object) []string {
 		mw := o.(*napwakev1alpha1.ManagedWorkload)
 		return []string{TargetRefKey(mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)}
