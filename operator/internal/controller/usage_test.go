@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+)
+
+// servePodMetrics makes the API server serve metrics.k8s.io/v1beta1 pods,
+// as metrics-server does, through a CRD of the same group, version and
+// resource: envtest has no aggregated APIs. PodMetrics objects carry their
+// pod's labels, as metrics-server's do.
+func servePodMetrics(t *testing.T, f *fixture) {
+	t.Helper()
+	ext := runtimeSchemeWithCRDs(t)
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "pods.metrics.k8s.io",
+			Annotations: map[string]string{"api-approved.kubernetes.io": "unapproved, a test stand-in for metrics-server"},
+		},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "metrics.k8s.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "pods", Singular: "podmetrics", Kind: "PodMetrics", ListKind: "PodMetricsList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1beta1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptrTo(true),
+				}},
+			}},
+		},
+	}
+	if err := ext.Create(f.ctx, crd); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	dc := discovery.NewDiscoveryClientForConfigOrDie(restCfg)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if res, err := dc.ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err == nil && len(res.APIResources) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("metrics.k8s.io/v1beta1 not served after 30s")
+		}
+	}
+}
+
+func runtimeSchemeWithCRDs(t *testing.T) client.Client {
+	t.Helper()
+	s := scheme
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func podMetrics(ns, name, cpu string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+		"metadata":   map[string]any{"namespace": ns, "name": name, "labels": map[string]any{"app": "api"}},
+		"timestamp":  "2026-10-23T18:00:00Z", "window": "15s",
+		"containers": []any{map[string]any{"name": "app", "usage": map[string]any{"cpu": cpu, "memory": "20Mi"}}},
+	}}
+	return u
+}
+
+func TestBusyPodsOnTheMetricsAPIKeepAWorkloadRunning(t *testing.T) {
+	f := newFixture(t, 2)
+	servePodMetrics(t, f)
+	usage := &MetricsAPIUsage{Reader: k8s, Discovery: discovery.NewDiscoveryClientForConfigOrDie(restCfg), Clock: f.clock}
+	f.r.Usage = usage
+	if !usage.Available(f.ctx) {
+		t.Fatal("metrics.k8s.io is served but not seen")
+	}
+	quiet, busy := podMetrics(f.ns, "api-1", "3m"), podMetrics(f.ns, "api-2", fmt.Sprintf("%dm", BusyMilliCPU))
+	must(t, k8s.Create(f.ctx, quiet))
+	f.runToRunning()
+	c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionActivitySignals)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != napwakev1alpha1.ReasonSignalsConfigured {
+		t.Fatalf("ActivitySignals %+v, want True SignalsConfigured", c)
+	}
+	must(t, k8s.Create(f.ctx, busy))
+	f.clock.Step(11 * time.Minute)
+	f.reconcile()
+	mw := f.managedWorkload()
+	if mw.Status.Phase != napwakev1alpha1.PhaseRunning || mw.Status.LastActivitySource != napwakev1alpha1.SourceUsage {
+		t.Fatalf("phase %q source %q, want Running kept by usage", mw.Status.Phase, mw.Status.LastActivitySource)
+	}
+	must(t, k8s.Delete(f.ctx, busy))
+	f.clock.Step(11 * time.Minute)
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePausing {
+		t.Fatalf("phase %q once only a quiet pod is left, want Pausing", p)
+	}
+}
