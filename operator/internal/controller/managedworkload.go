@@ -493,11 +493,15 @@ func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1a
 	return reconcile.Result{}, nil
 }
 
+// conflictRetry: a conflict means a newer object exists; the cache has it
+// within milliseconds.
+const conflictRetry = 100 * time.Millisecond
+
 // requeueOnConflict turns a 409 into a quiet requeue: the next reconcile
 // reads the newer object and decides again. Other errors are returned.
 func requeueOnConflict(err error) (reconcile.Result, error) {
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return reconcile.Result{}, err
 }

@@ -221,7 +221,7 @@ func TestSomeoneScalingMidPauseHasTheirCountSaved(t *testing.T) {
 	}}
 	f.clock.Step(11 * time.Minute)
 	res, err := f.r.Reconcile(f.ctx, reqFor(f))
-	if err != nil || !res.Requeue {
+	if err != nil || res.RequeueAfter != conflictRetry {
 		t.Fatalf("Reconcile = %+v, %v; want a quiet requeue on the conflict", res, err)
 	}
 	if got := replicasOf(f.deployment().Spec.Replicas); got != 4 {
@@ -247,7 +247,7 @@ func TestAStatusConflictIsRetriedNotOverwritten(t *testing.T) {
 	}}
 	f.clock.Step(11 * time.Minute)
 	res, err := f.r.Reconcile(f.ctx, reqFor(f))
-	if err != nil || !res.Requeue {
+	if err != nil || res.RequeueAfter != conflictRetry {
 		t.Fatalf("Reconcile = %+v, %v; want a quiet requeue on the conflict", res, err)
 	}
 	if got := replicasOf(f.deployment().Spec.Replicas); got != 2 {

@@ -137,7 +137,7 @@ func (r *OptInReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		mw.Spec = spec
 		if err := r.Client.Update(ctx, mw); err != nil {
 			if apierrors.IsConflict(err) {
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return reconcile.Result{}, fmt.Errorf("updating ManagedWorkload %s: %w", klog.KObj(mw), err)
 		}
@@ -164,7 +164,7 @@ func (r *OptInReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	if err := r.Client.Create(ctx, mw); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("creating ManagedWorkload %s: %w", klog.KObj(mw), err)
 	}
