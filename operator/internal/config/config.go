@@ -129,4 +129,3 @@ func (c Config) DoormanServiceKey() (namespace, name string, ok bool) {
 	namespace, name, ok = strings.Cut(c.DoormanService, "/")
 	return namespace, name, ok && c.DoormanService != ""
 }
-

@@ -34,7 +34,9 @@ import (
 const IndexTargetRef = "spec.targetRef"
 
 // TargetRefKey is the IndexTargetRef value for a target.
-func TargetRefKey(kind napwakev1alpha1.TargetKind, name string) string { return string(kind) + "/" + name }
+func TargetRefKey(kind napwakev1alpha1.TargetKind, name string) string {
+	return string(kind) + "/" + name
+}
 
 // maxStepsPerReconcile bounds one reconcile: a pause is at most a status
 // write, a scale and a status write; a wake the same.

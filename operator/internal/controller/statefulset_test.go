@@ -41,7 +41,7 @@ func TestAStatefulSetPausesAndWakesThroughItsScaleSubresource(t *testing.T) {
 
 	f.runToRunning()
 	f.clock.Step(31 * time.Minute) // the operator's default idleAfter, 30m
-	f.reconcile() // no StatefulSet controller here: status.replicas is 0 and no pod matches, so Paused at once
+	f.reconcile()                  // no StatefulSet controller here: status.replicas is 0 and no pod matches, so Paused at once
 	if mw := f.managedWorkload(); mw.Status.Phase != napwakev1alpha1.PhasePaused || mw.Status.Pause.Replicas != 3 || replicas() != 0 {
 		t.Fatalf("phase %q saved %v replicas %d; want Paused, 3 saved, 0", mw.Status.Phase, mw.Status.Pause, replicas())
 	}

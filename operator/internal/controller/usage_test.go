@@ -71,8 +71,8 @@ func ptrTo[T any](v T) *T { return &v }
 func podMetrics(ns, name, cpu string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
-		"metadata":   map[string]any{"namespace": ns, "name": name, "labels": map[string]any{"app": "api"}},
-		"timestamp":  "2026-10-23T18:00:00Z", "window": "15s",
+		"metadata":  map[string]any{"namespace": ns, "name": name, "labels": map[string]any{"app": "api"}},
+		"timestamp": "2026-10-23T18:00:00Z", "window": "15s",
 		"containers": []any{map[string]any{"name": "app", "usage": map[string]any{"cpu": cpu, "memory": "20Mi"}}},
 	}}
 	return u
