@@ -18,6 +18,7 @@ import (
 	"napwake.dev/operator/internal/config"
 	"napwake.dev/operator/internal/controller"
 	"napwake.dev/operator/internal/manager"
+	"napwake.dev/operator/internal/routing"
 )
 
 const component = "napwake-operator"
@@ -59,12 +60,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return manager.Run(ctx, manager.Options{Config: cfg, REST: rest, Log: log, NewRouter: newRouter})
 }
 
-// newRouter chooses the Router: the one place routing is wired in. With
-// --doorman-service="" routing is off.
+// newRouter builds the Router: the one place routing is wired in. With
+// --doorman-service="" it routes nothing, and workloads say
+// WakeOnRequest=False DoormanDisabled.
 func newRouter(deps manager.RouterDeps) (controller.Router, error) {
-	if _, _, ok := deps.Config.DoormanServiceKey(); !ok {
-		return controller.NoopRouter{}, nil
-	}
-	router := controller.Router(controller.NoopRouter{}) // routing (issue 4): router := routing.New(deps...)
-	return router, nil
+	return routing.New(deps.Manager.GetClient(), deps.Manager.GetAPIReader(), routing.Options{
+		DoormanService:    deps.Config.DoormanService,
+		PortsPerWorkload:  deps.Config.PortsPerWorkload,
+		PortsPerNamespace: deps.Config.PortsPerNamespace,
+	}, deps.Clock, deps.Manager.GetEventRecorderFor("napwake-routing"))
 }
