@@ -94,6 +94,9 @@ func Start() (*envtest.Environment, *rest.Config, error) {
 	api := env.ControlPlane.GetAPIServer()
 	api.Configure().Set("advertise-address", "127.0.0.1")
 	api.Configure().Set("endpoint-reconciler-type", "none")
+	// Dual-stack, so IPv6 and dual-stack Services get ClusterIPs; single-stack
+	// Services still get an IPv4 one, as on most clusters.
+	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/16,fd00:10::/108")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting envtest from %s: %w", assets, err)

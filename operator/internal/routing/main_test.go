@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +25,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -47,7 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	env, c, err := startDualStack()
+	env, c, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -72,34 +70,6 @@ func run(m *testing.M) int {
 	defer b.Shutdown()
 	events = b.NewRecorder(scheme, corev1.EventSource{Component: "napwake-routing-test"})
 	return m.Run()
-}
-
-// startDualStack starts envtest as testenv.Start does, from the same
-// binaries and CRDs, with a dual-stack Service range: testenv's API server
-// has an IPv4 range only, and IPv6 and dual-stack Services need ClusterIPs.
-func startDualStack() (*envtest.Environment, *rest.Config, error) {
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		return nil, nil, err
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return nil, nil, err
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "charts/napwake/crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	api := env.ControlPlane.GetAPIServer()
-	api.Configure().Set("advertise-address", "127.0.0.1")
-	api.Configure().Set("endpoint-reconciler-type", "none")
-	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/16,fd00:10::/108")
-	c, err := env.Start()
-	if err != nil {
-		return nil, nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
-	}
-	return env, c, nil
 }
 
 // fixture is one test's namespace, doorman Service and stand-in doorman pods.
