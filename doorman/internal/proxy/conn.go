@@ -30,12 +30,14 @@ const readChunk = 4 << 10
 func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, removed bool) (wait func()) {
 	src := remoteAddr(c)
 	key := r.Key()
-	// A Ready pod: straight there, waking nothing, unless it is pausing.
-	if eps := s.table.Endpoints(key); len(eps) > 0 {
+	// A Ready pod: straight there, waking nothing. While the workload is
+	// pausing, only a request calls the pause off, so the connection is
+	// classified first like a held one: a TCP check that connects and
+	// closes (such as the operator's own listening check) or a known probe
+	// is passed on or answered without waking anything.
+	pausing := !removed && r.Workload.Phase == string(v1alpha1.PhasePausing)
+	if eps := s.table.Endpoints(key); len(eps) > 0 && !pausing {
 		if ok, _ := s.passing.take(s.passingKeys(src)); ok {
-			if !removed && r.Workload.Phase == string(v1alpha1.PhasePausing) {
-				go s.wakeLoop(ctx, r, src, s.cfg.Clock.Now().Add(r.Workload.maxWait()))
-			}
 			err := s.pass(ctx, c, nil, port, key, src, eps, func() {
 				s.metrics.Wakes.WithLabelValues(metrics.ResultPassed).Inc()
 			})

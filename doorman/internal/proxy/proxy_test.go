@@ -73,6 +73,38 @@ func TestWhileItPausesAConnectionPassedOnCallsThePauseOff(t *testing.T) {
 	wait(t, "the wake that calls the pause off", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
 }
 
+func TestWhileItPausesAConnectAndCloseWakesNothing(t *testing.T) {
+	// The operator checks each doorman port by connecting and closing:
+	// that must never call the pause it is making off.
+	w := testWorkload()
+	w.Phase = "Pausing"
+	h := newHarness(t, testConfig(), w)
+	b := newBackend(t)
+	h.ready(b)
+	c := h.dial()
+	_ = c.Close()
+	wait(t, "the connection to go", func() bool { return h.held() == 0 })
+	time.Sleep(2 * testConfig().Silence) // assert nothing happens after the silence deadline
+	if n, _, _ := h.rec.counts(); n != 0 {
+		t.Fatalf("%d wakes from a connect-and-close while pausing, want none", n)
+	}
+}
+
+func TestWhileItPausesAKnownProbeIsPassedOnWithoutWaking(t *testing.T) {
+	w := testWorkload()
+	w.Phase = "Pausing"
+	h := newHarness(t, testConfig(), w)
+	b := newBackend(t)
+	h.ready(b)
+	c := h.dial()
+	req := "GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: kube-probe/1.37\r\n\r\n"
+	_, _ = c.Write([]byte(req))
+	wait(t, "the pod to get the probe", func() bool { return string(b.received(0)) == req })
+	if n, _, _ := h.rec.counts(); n != 0 {
+		t.Fatalf("%d wakes from a probe while pausing, want none", n)
+	}
+}
+
 func TestSilenceForThreeSecondsIsTakenForServerSpeaksFirst(t *testing.T) {
 	h := newHarness(t, testConfig(), testWorkload())
 	b := newBackend(t)
