@@ -27,7 +27,15 @@ upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
 "$root/bin/imagebuild" --binary "$root/bin/doorman" --image "napwake.local/napwake-doorman:$upgrade_tag" \
   --out "$out/images/doorman-upgrade.tar.e2e" >/dev/null
 "$here/testbed/cluster.sh" load-image "$out/images/doorman-upgrade.tar.e2e"
+existed=""
+"$here/testbed/cluster.sh" exec kubectl get deployment -n napwake-system napwake-operator >/dev/null 2>&1 && existed=1
 "$here/install-napwake.sh"
+if [ -n "$existed" ]; then
+  # Rebuilt images keep their tag; restart so the pods run what was just built.
+  step "Restarting Napwake's pods onto the images just loaded"
+  "$here/testbed/cluster.sh" exec kubectl rollout restart deployment -n napwake-system >/dev/null
+  "$here/testbed/cluster.sh" exec kubectl rollout status deployment -n napwake-system --timeout=3m >/dev/null
+fi
 export NAPWAKE_E2E_NAMESPACE=napwake-system
 export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"
 export NAPWAKE_E2E_UPGRADE_DOORMAN="'$here/install-napwake.sh' --set doorman.image.tag=$upgrade_tag"

@@ -218,7 +218,7 @@ func scenarioProbesWakeNothing(ctx context.Context, ns string) {
 	probe, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/healthz"), map[string]string{"User-Agent": "kube-probe/1.37"}, 10*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(probe.Status).To(Equal(503))
-	Expect(probe.Header.Get("Connection")).To(Equal("close"))
+	Expect(probe.Close).To(BeTrue(), "a probe's 503 says Connection: close")
 	hidden, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/.env"), map[string]string{"User-Agent": "curl/8.0"}, 10*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(hidden.Status).To(Equal(404))

@@ -57,8 +57,8 @@ var _ = Describe("The local cluster", func() {
 })
 
 // The Napwake scenarios need Napwake installed (hack/e2e.sh does it).
-var _ = Describe("Napwake", Ordered, func() {
-	BeforeAll(func() {
+var _ = Describe("Napwake", func() {
+	BeforeEach(func() {
 		if os.Getenv("NAPWAKE_E2E_NAMESPACE") == "" {
 			Fail("Napwake is not installed: run the suite through hack/e2e.sh (make e2e)")
 		}

@@ -192,8 +192,11 @@ func (f *Framework) ClusterIP(ctx context.Context, ns, name string) (string, err
 
 // Response is what HTTPGet saw.
 type Response struct {
-	Status  int
-	Header  http.Header
+	Status int
+	Header http.Header
+	// Close is true when the server said Connection: close (Go's client
+	// takes that header out of Header).
+	Close   bool
 	Body    string
 	Elapsed time.Duration
 }
@@ -216,7 +219,7 @@ func HTTPGet(ctx context.Context, url string, header map[string]string, timeout 
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: string(body), Elapsed: time.Since(start)}, err
+	return Response{Status: resp.StatusCode, Header: resp.Header, Close: resp.Close, Body: string(body), Elapsed: time.Since(start)}, err
 }
 
 // Dump writes what a person debugging a failed scenario needs: the
