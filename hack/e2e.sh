@@ -47,3 +47,4 @@ args=(-test.timeout 40m -ginkgo.v -ginkgo.no-color)
 start=$(date +%s)
 (cd "$root/e2e/cluster" && "$here/testbed/cluster.sh" exec "$out/e2e-cluster.test" "${args[@]}")
 step "The end-to-end suite passed in $(( $(date +%s) - start ))s"
+"$here/e2e-uninstall.sh"
