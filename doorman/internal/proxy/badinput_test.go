@@ -70,6 +70,10 @@ func TestHalfCloseOrResetRightAfterARequestIsNeverPassedOn(t *testing.T) {
 			h := newHarness(t, testConfig(), testWorkload())
 			b := newBackend(t)
 			c := h.dial()
+			// Held first: until the doorman has accepted it, "gone" would be
+			// true at once, and a pod made Ready before the accept rightly
+			// takes the connection straight through.
+			wait(t, "held", func() bool { return h.held() == 1 })
 			_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
 			if how == "reset" {
 				_ = c.SetLinger(0)
