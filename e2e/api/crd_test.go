@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,21 +26,12 @@ import (
 var k8s client.Client
 
 func TestMain(m *testing.M) {
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	scheme := runtime.NewScheme()
-	_ = napwakev1alpha1.AddToScheme(scheme)
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	code := m.Run()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Run(m, func(cfg *rest.Config) (err error) {
+		scheme := runtime.NewScheme()
+		_ = napwakev1alpha1.AddToScheme(scheme)
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}))
 }
 
 func minimal(name string) *napwakev1alpha1.ManagedWorkload {

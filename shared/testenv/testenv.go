@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -123,4 +124,23 @@ func wrapWithPdeathsig(assets string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// Run is the body of a package's TestMain: it starts the environment, hands
+// its config to setup (clients, namespaces), runs the tests, stops the
+// environment and returns the exit code for os.Exit.
+func Run(m *testing.M, setup func(cfg *rest.Config) error) int {
+	env, cfg, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if setup != nil {
+		if err := setup(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "setting up the test environment:", err)
+			return 1
+		}
+	}
+	return m.Run()
 }

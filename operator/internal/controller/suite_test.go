@@ -46,21 +46,11 @@ func TestMain(m *testing.M) {
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), napwakev1alpha1.AddToScheme(scheme)); err != nil {
 		panic(err)
 	}
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	restCfg = cfg
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Run(m, func(cfg *rest.Config) (err error) {
+		restCfg = cfg
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}))
 }
 
 // start is the fake clock's beginning: after the real time, since creationTimestamps

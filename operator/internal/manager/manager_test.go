@@ -41,27 +41,17 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	restCfg = cfg
-	scheme, err := Scheme()
-	if err == nil {
-		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	}
-	if err == nil {
-		err = k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "napwake-system"}})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Run(m, func(cfg *rest.Config) error {
+		restCfg = cfg
+		scheme, err := Scheme()
+		if err == nil {
+			k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		}
+		if err == nil {
+			err = k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "napwake-system"}})
+		}
+		return err
+	}))
 }
 
 // clockStart is after the real time: creationTimestamps come from the API server's clock.
