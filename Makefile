@@ -41,6 +41,10 @@ demo: ## Bring up a local cluster (or use $KUBECONFIG), install Napwake, watch a
 demo-down: ## Remove what `make demo` made (the local cluster included).
 	@$(ROOT)/hack/demo.sh down
 
+.PHONY: demo-remote-test
+demo-remote-test: ## Run make demo in its KUBECONFIG + NAPWAKE_REGISTRY mode against the test bed, with an in-memory registry.
+	@$(ROOT)/hack/testbed/demo-remote.sh
+
 .PHONY: test
 test: envtest-bins verify test-unit e2e ## Run every test: generated files, unit + envtest suites with -race, then the end-to-end suite.
 
@@ -84,12 +88,12 @@ images: build ## One OCI image per component (no Docker), tagged with its module
 	done
 
 .PHONY: push
-push: build ## Push the images to REGISTRY (make push REGISTRY=registry.example.com/napwake); prints digests for Helm.
+push: build ## Push the images to REGISTRY (make push REGISTRY=registry.example.com/napwake); prints digests for Helm. PUSH_FLAGS=--insecure for plain HTTP.
 	@test -n "$(REGISTRY)" || { echo "give a registry: make push REGISTRY=registry.example.com/napwake" >&2; exit 2; }
 	@GOWORK=off $(GO) -C $(ROOT)/hack/tools build -o $(BIN)/imagebuild ./imagebuild
 	@for c in $(COMPONENTS); do \
 	  v=$$(cat $(ROOT)/$$c/VERSION); \
-	  d=$$($(BIN)/imagebuild --binary $(BIN)/$$c --image $(IMAGE_PREFIX)/napwake-$$c:$$v --entrypoint /$$c --push $(REGISTRY)); \
+	  d=$$($(BIN)/imagebuild --binary $(BIN)/$$c --image $(IMAGE_PREFIX)/napwake-$$c:$$v --entrypoint /$$c --push $(REGISTRY) $(PUSH_FLAGS)); \
 	  echo "$$c.image.digest=$$d"; \
 	done
 

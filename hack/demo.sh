@@ -9,6 +9,8 @@
 #   KUBECONFIG=~/.kube/config NAPWAKE_REGISTRY=registry.example.com/napwake make demo
 # pushes the images to NAPWAKE_REGISTRY (the cluster must be able to pull from it) and
 # installs there; nothing local is built but the binaries and images.
+# NAPWAKE_REGISTRY_INSECURE=1 pushes over plain HTTP. `hack/testbed/demo-remote.sh`
+# runs this mode against the test bed with an in-memory registry, as its test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -58,8 +60,9 @@ make --no-print-directory images IMAGE_PREFIX="$prefix" | sed 's/^/            /
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o _out/sampleapp ./e2e/cmd/sampleapp
 app_image=$prefix/napwake-sampleapp:demo
 if [ -n "$remote" ]; then
-  make --no-print-directory push REGISTRY="$prefix" >/dev/null
-  bin/imagebuild --binary _out/sampleapp --image "$app_image" --push "$prefix" >/dev/null
+  insecure=""; [ -n "${NAPWAKE_REGISTRY_INSECURE:-}" ] && insecure=--insecure
+  make --no-print-directory push REGISTRY="$prefix" PUSH_FLAGS="$insecure" >/dev/null
+  bin/imagebuild --binary _out/sampleapp --image "$app_image" --push "$prefix" $insecure >/dev/null
 else
   bin/imagebuild --binary _out/sampleapp --image "$app_image" --out _out/images/sampleapp-demo.tar >/dev/null
   "$here/testbed/cluster.sh" load-image _out/images/napwake-*.tar _out/images/sampleapp-demo.tar 2>&1 | sed 's/^/            /'

@@ -165,6 +165,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+  # hack/tools/registry, served by hack/testbed/demo-remote.sh: plain HTTP on the node.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$NODE_IP:5000"]
+    endpoint = ["http://$NODE_IP:5000"]
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"

@@ -41,6 +41,7 @@ type options struct {
 	push       string
 	ports      string
 	arch       string
+	insecure   bool
 }
 
 func main() {
@@ -60,6 +61,7 @@ func run() error {
 	flag.StringVar(&o.push, "push", "", "push to this registry prefix, such as registry.example.com/napwake")
 	flag.StringVar(&o.ports, "ports", "", "comma-separated TCP ports to declare as exposed")
 	flag.StringVar(&o.arch, "arch", "amd64", "the binary's architecture")
+	flag.BoolVar(&o.insecure, "insecure", false, "push over plain HTTP (a registry on a private test network)")
 	flag.Parse()
 	if o.binary == "" || o.image == "" {
 		return errors.New("--binary and --image are required")
@@ -91,7 +93,11 @@ func run() error {
 		}
 	}
 	if o.push != "" {
-		ref, err := name.NewTag(strings.TrimSuffix(o.push, "/") + "/" + path.Base(o.image))
+		var nopts []name.Option
+		if o.insecure {
+			nopts = append(nopts, name.Insecure)
+		}
+		ref, err := name.NewTag(strings.TrimSuffix(o.push, "/")+"/"+path.Base(o.image), nopts...)
 		if err != nil {
 			return fmt.Errorf("parsing --push: %w", err)
 		}
