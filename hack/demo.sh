@@ -82,7 +82,12 @@ k create namespace "$NS" --dry-run=client -o yaml | k apply -f - >/dev/null
 sed -e "s#napwake.local/napwake-sampleapp:e2e#$app_image#" -e "s#napwake.dev/idle-after: \"1m\"#napwake.dev/idle-after: \"$IDLE\"#" \
   hack/demo/sampleapp.yaml | k apply -n "$NS" -f - >/dev/null
 k rollout status -n "$NS" deploy/sampleapp --timeout=120s >/dev/null
-k wait -n "$NS" --for=jsonpath='{.status.phase}'=Running mw/sampleapp --timeout=60s >/dev/null
+# The operator creates the ManagedWorkload for the labelled Deployment; wait for it, bounded.
+deadline=$(( $(date +%s) + 90 ))
+until [ "$(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || die "Napwake did not take the sample app on within 90s: kubectl logs -n napwake-system -l control-plane=controller-manager"
+  sleep 1
+done
 k get pods -n "$NS" | sed 's/^/            /'
 note "Napwake made a ManagedWorkload for it, and says when it will pause if nobody calls it:"
 k get mw -n "$NS" sampleapp -o custom-columns='NAME:.metadata.name,PHASE:.status.phase,PAUSE AT:.status.pauseAt,SOURCE:.status.lastActivitySource' | sed 's/^/            /'
