@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,13 +62,19 @@ func TestAConnectionWithAReadyPodGoesStraightThereWakingNothing(t *testing.T) {
 	wait(t, "the passed count", func() bool { return h.wakes(metrics.ResultPassed) == 1 })
 }
 
-func TestWhileItPausesAConnectionPassedOnCallsThePauseOff(t *testing.T) {
+// pausing serves a workload that is pausing with a Ready pod, and dials it.
+func pausing(t *testing.T) (*harness, *backend, *net.TCPConn) {
+	t.Helper()
 	w := testWorkload()
 	w.Phase = "Pausing"
 	h := newHarness(t, testConfig(), w)
 	b := newBackend(t)
 	h.ready(b)
-	c := h.dial()
+	return h, b, h.dial()
+}
+
+func TestWhileItPausesAConnectionPassedOnCallsThePauseOff(t *testing.T) {
+	h, b, c := pausing(t)
 	_, _ = c.Write([]byte("x"))
 	wait(t, "the pod", func() bool { return string(b.received(0)) == "x" })
 	wait(t, "the wake that calls the pause off", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
@@ -76,12 +83,7 @@ func TestWhileItPausesAConnectionPassedOnCallsThePauseOff(t *testing.T) {
 func TestWhileItPausesAConnectAndCloseWakesNothing(t *testing.T) {
 	// The operator checks each doorman port by connecting and closing:
 	// that must never call the pause it is making off.
-	w := testWorkload()
-	w.Phase = "Pausing"
-	h := newHarness(t, testConfig(), w)
-	b := newBackend(t)
-	h.ready(b)
-	c := h.dial()
+	h, _, c := pausing(t)
 	_ = c.Close()
 	wait(t, "the connection to go", func() bool { return h.held() == 0 })
 	time.Sleep(2 * testConfig().Silence) // assert nothing happens after the silence deadline
@@ -91,12 +93,7 @@ func TestWhileItPausesAConnectAndCloseWakesNothing(t *testing.T) {
 }
 
 func TestWhileItPausesAKnownProbeIsPassedOnWithoutWaking(t *testing.T) {
-	w := testWorkload()
-	w.Phase = "Pausing"
-	h := newHarness(t, testConfig(), w)
-	b := newBackend(t)
-	h.ready(b)
-	c := h.dial()
+	h, b, c := pausing(t)
 	req := "GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: kube-probe/1.37\r\n\r\n"
 	_, _ = c.Write([]byte(req))
 	wait(t, "the pod to get the probe", func() bool { return string(b.received(0)) == req })
