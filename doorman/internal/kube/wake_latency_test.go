@@ -2,13 +2,10 @@ package kube
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	v1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/doorman/internal/tools/firstbyte"
 )
 
 // TestWakeToFirstByteThroughTheWatch measures, through a real API server
@@ -63,26 +61,14 @@ func wakeThroughWatch(t *testing.T, n int) (p50, p99, mx time.Duration) {
 		t.Fatal(err)
 	}
 	defer pod.Close()
-	var mu sync.Mutex
-	var arrivals []time.Time
-	got := make(chan struct{}, n)
+	rec := firstbyte.New(n)
 	go func() {
 		for {
 			c, err := pod.Accept()
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 1)
-				if _, err := c.Read(b); err == nil {
-					mu.Lock()
-					arrivals = append(arrivals, time.Now())
-					mu.Unlock()
-					got <- struct{}{}
-				}
-				_, _ = io.Copy(io.Discard, c)
-			}()
+			go rec.Serve(c)
 		}
 	}()
 	first := dialPort(t, port)
@@ -109,22 +95,10 @@ func wakeThroughWatch(t *testing.T, n int) (p50, p99, mx time.Duration) {
 	time.Sleep(200 * time.Millisecond) // the Pod reaches the doorman's cache before its slice
 	t0 := time.Now()
 	createSlice(t, namespace, p, "10.244.0.5", pod.Addr().(*net.TCPAddr).Port, v1alpha1.EndpointSliceControllerManager)
-	timeout := time.After(20 * time.Second)
-	for range n {
-		select {
-		case <-got:
-		case <-timeout:
-			t.Fatal("not every held caller reached the pod")
-		}
+	if err := rec.Wait(n, 20*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	d := make([]time.Duration, len(arrivals))
-	for i, a := range arrivals {
-		d[i] = a.Sub(t0)
-	}
-	slices.Sort(d)
-	return d[len(d)/2], d[(len(d)*99+99)/100-1], d[len(d)-1]
+	return rec.Percentiles(t0)
 }
 
 func heldGauge(st *stack) float64 {

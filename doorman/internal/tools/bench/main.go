@@ -29,6 +29,7 @@ import (
 
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/doorman/internal/tools/firstbyte"
 	"napwake.dev/shared/addr"
 )
 
@@ -557,20 +558,8 @@ func freePort() (int, error) {
 // marks the pod Ready there and measures until each caller's first byte
 // reaches the pod.
 func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx, cpu time.Duration, err error) {
-	var mu sync.Mutex
-	var arrivals []time.Time
-	got := make(chan struct{}, n)
-	pod, err := listen(func(c net.Conn) {
-		defer c.Close()
-		b := make([]byte, 1)
-		if _, err := c.Read(b); err == nil {
-			mu.Lock()
-			arrivals = append(arrivals, time.Now())
-			mu.Unlock()
-			got <- struct{}{}
-		}
-		_, _ = io.Copy(io.Discard, c)
-	})
+	rec := firstbyte.New(n)
+	pod, err := listen(rec.Serve)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
@@ -590,13 +579,8 @@ func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx, cpu time.Duration,
 		return 0, 0, 0, 0, fmt.Errorf("reading %q: %w", l, err)
 	}
 	t0 := time.Unix(0, ns)
-	timeout := time.After(10 * time.Second)
-	for range n {
-		select {
-		case <-got:
-		case <-timeout:
-			return 0, 0, 0, 0, errors.New("not every held caller reached the pod")
-		}
+	if err := rec.Wait(n, 10*time.Second); err != nil {
+		return 0, 0, 0, 0, err
 	}
 	ch.send("cpu")
 	if l, err := ch.line(); err == nil {
@@ -604,12 +588,6 @@ func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx, cpu time.Duration,
 			cpu = time.Duration(v)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	d := make([]time.Duration, len(arrivals))
-	for i, a := range arrivals {
-		d[i] = a.Sub(t0)
-	}
-	slices.Sort(d)
-	return d[len(d)/2], d[(len(d)*99+99)/100-1], d[len(d)-1], cpu, nil
+	p50, p99, mx = rec.Percentiles(t0)
+	return p50, p99, mx, cpu, nil
 }
