@@ -241,6 +241,13 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 		s.passing.give(pkeys)
 		s.notifyFreed()
 	}()
+	select {
+	case s.dialling <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	dialled := sync.OnceFunc(func() { <-s.dialling })
+	defer dialled()
 	backend, err := s.dial(ctx, eps)
 	if err != nil {
 		return err
@@ -262,6 +269,7 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 			return fmt.Errorf("replaying held bytes to %s: %w", backend.RemoteAddr(), err)
 		}
 	}
+	dialled()
 	if h != nil {
 		h.releaseBytes()
 	}

@@ -50,7 +50,15 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 
 // copyHalf copies src to dst; io.Copy between *net.TCPConn splices on
 // Linux. At src's end it half-closes dst; on an error it closes both.
+// It first waits for src to have something to say: splicing takes a pipe,
+// and a connection that has not spoken yet (as most callers, once their
+// request is replayed, wait for the answer) should not hold one, nor make
+// one while hundreds of held callers are being passed on at once.
 func copyHalf(dst, src *net.TCPConn, closeBoth func()) {
+	if err := waitReadable(src); err != nil {
+		closeBoth()
+		return
+	}
 	if _, err := io.Copy(dst, src); err != nil {
 		closeBoth()
 		return
@@ -58,6 +66,20 @@ func copyHalf(dst, src *net.TCPConn, closeBoth func()) {
 	if err := dst.CloseWrite(); err != nil {
 		closeBoth()
 	}
+}
+
+// waitReadable returns once c has bytes, its end or an error to read,
+// without reading anything.
+func waitReadable(c *net.TCPConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var b [1]byte
+	return rc.Read(func(fd uintptr) bool {
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return err != unix.EAGAIN && err != unix.EINTR
+	})
 }
 
 // idleFor returns how long the socket has carried no data either way,

@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// When a pod turns Ready with callers held, at most Config.Dialling dials
+// are in flight at once, and every caller still reaches the pod.
+func TestHeldCallersDialAtMostDiallingAtOnce(t *testing.T) {
+	const held, cap = 7, 2
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	gate := make(chan struct{})
+	cfg := testConfig()
+	cfg.Dialling = cap
+	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", ap.String())
+		if err != nil {
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	w := testWorkload()
+	w.Phase = "Resuming"
+	h := newHarness(t, cfg, w)
+	b := newBackend(t)
+	for i := range held {
+		_, _ = h.dial().Write([]byte("GET /" + strconv.Itoa(i) + " HTTP/1.1\r\nHost: api\r\n\r\n"))
+	}
+	wait(t, "every caller held", func() bool { return h.held() == held })
+	h.ready(b)
+	wait(t, "the cap's worth of dials in flight", func() bool { mu.Lock(); defer mu.Unlock(); return inFlight == cap })
+	close(gate)
+	wait(t, "every caller at the pod", func() bool { return b.accepted() == held })
+	mu.Lock()
+	defer mu.Unlock()
+	if most != cap {
+		t.Fatalf("at most %d dials were in flight, want exactly the cap %d", most, cap)
+	}
+}
+
+// A held caller passed on, on which neither side has spoken since the
+// replay, holds no splice pipe: hundreds moving at once make none.
+func TestAQuietPassedConnectionHoldsNoPipe(t *testing.T) {
+	const quiet = 20
+	w := testWorkload()
+	w.Phase = "Resuming"
+	h := newHarness(t, testConfig(), w)
+	b := newBackend(t)
+	for range quiet {
+		_, _ = h.dial().Write([]byte("x"))
+	}
+	wait(t, "every caller held", func() bool { return h.held() == quiet })
+	before := openPipes(t)
+	h.ready(b)
+	wait(t, "every connection passed", func() bool { return b.accepted() == quiet })
+	wait(t, "every replay at the pod", func() bool {
+		for i := range quiet {
+			if string(b.received(i)) != "x" {
+				return false
+			}
+		}
+		return true
+	})
+	if got := openPipes(t) - before; got > 2 { // 2: room for one pipe pair made elsewhere in the process
+		t.Fatalf("%d more pipe descriptors with %d quiet passed connections, want none", got, quiet)
+	}
+	// Once one speaks it is copied as before, each way.
+	b.set(nil, true)
+	c := h.dial()
+	_, _ = c.Write([]byte("ping"))
+	_ = c.CloseWrite()
+	if got := string(readAll(t, c)); got != "pingbye" {
+		t.Fatalf("caller got %q, want the echo and the pod's answer after half-close", got)
+	}
+}
+
+func openPipes(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "pipe:") {
+			n++
+		}
+	}
+	return n
+}
