@@ -9,6 +9,8 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"napwake.dev/doorman/internal/metrics"
 )
 
 func TestDefaultLimitsAreTheDocumentedOnes(t *testing.T) {
@@ -93,6 +95,13 @@ func TestHeldCapsCloseAtOnceOverTheCap(t *testing.T) {
 			}
 			if got := h.rejections(tc.cap); got != 1 {
 				t.Fatalf("rejections{cap=%s} = %v, want 1", tc.cap, got)
+			}
+			// A closed connection counts as turned away, once.
+			if _, turned, _ := h.rec.counts(); turned != 1 {
+				t.Fatalf("turned away %d, want the one closed over the cap", turned)
+			}
+			if got := h.wakes(metrics.ResultTurnedAway); got != 1 {
+				t.Fatalf("wakes{result=turned_away} = %v, want 1", got)
 			}
 		})
 	}

@@ -49,9 +49,13 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 	}
 	keys := s.heldKeys(src, r.Workload)
 	if ok, cap := s.held.take(keys); !ok {
+		// Closed at once, nothing sent: a request turned away, counted in
+		// the pause's total as well as by the cap that refused it.
 		s.metrics.Rejections.WithLabelValues(cap).Inc()
+		s.metrics.Wakes.WithLabelValues(metrics.ResultTurnedAway).Inc()
+		s.hooks.TurnedAway(r.Workload)
 		_ = c.SetLinger(0)
-		return nil // closed at once, nothing sent
+		return nil
 	}
 	s.metrics.Held.Inc()
 	h := s.newHeld(ctx, c)
