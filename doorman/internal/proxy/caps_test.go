@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"testing"
@@ -229,3 +230,41 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 }
 
 var _ clock.WithTickerAndDelayedExecution = (*clocktesting.FakeClock)(nil)
+
+// Once this doorman has woken a pause, later callers in it do not patch
+// again while the phase it sees still says Paused: one WokenByRequest per
+// pause. A new pause wakes again.
+func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
+	cfg := testConfig()
+	cfg.WakeRetry = 2 * time.Second
+	fc := clocktesting.NewFakeClock(time.Now())
+	cfg.Clock = fc
+	w := testWorkload()
+	w.PausedAt = fc.Now().Add(-time.Hour)
+	h := newHarness(t, cfg, w)
+	src := netip.MustParseAddr("127.0.0.1")
+	wake := func(w Workload) {
+		r := h.route
+		r.Workload = w
+		h.srv.wakeLoop(context.Background(), r, src, fc.Now().Add(time.Minute))
+	}
+	wake(w)
+	fc.Step(3 * time.Second) // past the 2 s retry: another caller, the phase not yet Resuming here
+	wake(w)
+	fc.Step(time.Minute)
+	wake(w)
+	if n, _, _ := h.rec.counts(); n != 1 {
+		t.Fatalf("%d wakes for one pause, want 1", n)
+	}
+	next := w
+	next.PausedAt = fc.Now() // woke, ran, paused again
+	wake(next)
+	if n, _, _ := h.rec.counts(); n != 2 {
+		t.Fatalf("%d wakes after a new pause, want 2", n)
+	}
+	fc.Step(pauseWokenFor)
+	wake(next)
+	if n, _, _ := h.rec.counts(); n != 3 {
+		t.Fatalf("%d wakes once the pause's wake is %v old, want 3", n, pauseWokenFor)
+	}
+}

@@ -318,7 +318,7 @@ func (s *Server) wakeLoop(ctx context.Context, r Route, src netip.Addr, until ti
 			s.metrics.Rejections.WithLabelValues(cap).Inc()
 		} else if err := s.hooks.Wake(ctx, w, r.Service, src); err == nil {
 			s.mu.Lock()
-			s.lastWake[w.Key()] = s.cfg.Clock.Now()
+			s.lastWake[w.Key()] = woken{at: s.cfg.Clock.Now(), pausedAt: w.PausedAt}
 			s.mu.Unlock()
 			return
 		} else {
@@ -337,17 +337,32 @@ func (s *Server) wakeLoop(ctx context.Context, r Route, src netip.Addr, until ti
 	}
 }
 
+// woken is when this doorman last woke a workload, and the pause it woke.
+type woken struct{ at, pausedAt time.Time }
+
+// pauseWokenFor is how long a pause this doorman has woken stays woken in
+// its eyes. Once the patch is accepted the operator has the request; the
+// phase this doorman sees can lag behind for a few seconds, and another
+// caller in them must not patch again and add a second WokenByRequest.
+const pauseWokenFor = 5 * time.Minute
+
 // wouldWake reports whether a wake now would wake a paused workload (or call
-// a pause off): it is Paused or Pausing and this doorman hasn't just woken it.
+// a pause off): it is Paused or Pausing, and this doorman has neither just
+// woken it nor already woken this pause of it.
 func (s *Server) wouldWake(w Workload) bool {
 	if w.Phase != string(v1alpha1.PhasePaused) && w.Phase != string(v1alpha1.PhasePausing) {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last, ok := s.lastWake[w.Key()]
-	if ok && s.cfg.Clock.Since(last) < s.cfg.WakeRetry {
-		return false
+	if last, ok := s.lastWake[w.Key()]; ok {
+		since := s.cfg.Clock.Since(last.at)
+		if since < s.cfg.WakeRetry {
+			return false
+		}
+		if !w.PausedAt.IsZero() && w.PausedAt.Equal(last.pausedAt) && since < pauseWokenFor {
+			return false
+		}
 	}
 	if len(s.lastWake) > maxSources {
 		clear(s.lastWake)

@@ -38,11 +38,13 @@ type recorder struct {
 	turnedAway int
 	notServed  []string
 	wakeErr    error
+	attempts   int // Wake calls, failed or not
 }
 
 func (r *recorder) Wake(_ context.Context, w Workload, service string, from netip.Addr) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.attempts++
 	if r.wakeErr != nil {
 		return r.wakeErr
 	}

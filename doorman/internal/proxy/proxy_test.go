@@ -3,11 +3,14 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,14 +286,30 @@ func TestHeldPastMaxWaitIsClosedAndReported(t *testing.T) {
 }
 
 func TestAPodNotListeningYetIsRetriedEverySecondUntilMaxWait(t *testing.T) {
-	h := newHarness(t, testConfig(), testWorkload())
+	cfg := testConfig()
+	var mu sync.Mutex
+	failed := 0
+	var d net.Dialer
+	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+		c, err := d.DialContext(ctx, "tcp", ap.String())
+		if err != nil {
+			mu.Lock()
+			failed++
+			mu.Unlock()
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	h := newHarness(t, cfg, testWorkload())
 	port := freePort(t)
 	ap := netipAddrPort(t, port)
 	h.table.SetEndpoints(h.route.Key(), ap)
 	c := h.dial()
 	_, _ = c.Write([]byte("hello"))
-	wait(t, "a failed dial", func() bool { return h.wakes(metrics.ResultWoken) == 0 && h.held() == 1 })
-	time.Sleep(2 * testConfig().DialRetry) // let at least one attempt fail
+	wait(t, "two failed dials", func() bool { mu.Lock(); defer mu.Unlock(); return failed >= 2 })
+	if h.wakes(metrics.ResultWoken) != 0 || h.held() != 1 {
+		t.Fatal("a caller whose pod refused was not held for the retry")
+	}
 	b := newBackendOn(t, port)
 	wait(t, "the replay after retries", func() bool { return string(b.received(0)) == "hello" })
 }
@@ -332,7 +351,7 @@ func TestErrorsFromWakeAreRetried(t *testing.T) {
 	h.rec.mu.Unlock()
 	c := h.dial()
 	_, _ = c.Write([]byte("x"))
-	time.Sleep(3 * testConfig().WakeRetry) // several refused attempts
+	wait(t, "several failed attempts", func() bool { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return h.rec.attempts >= 3 })
 	h.rec.mu.Lock()
 	h.rec.wakeErr = nil
 	h.rec.mu.Unlock()

@@ -135,7 +135,7 @@ type Server struct {
 	wg        sync.WaitGroup
 	freedSubs map[uint64]func() // called once when a passing place frees
 	nextFreed uint64
-	lastWake  map[string]time.Time
+	lastWake  map[string]woken
 	dialling  chan struct{} // a place for each dial in flight
 }
 
@@ -157,7 +157,7 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 		wakes:     newWakeLimiter(cfg.Limits, cfg.Clock),
 		bytes:     newByteBudget(cfg.Limits.TotalBytes),
 		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
-		freedSubs: map[uint64]func(){}, lastWake: map[string]time.Time{},
+		freedSubs: map[uint64]func(){}, lastWake: map[string]woken{},
 		dialling: make(chan struct{}, cfg.Dialling),
 	}
 }

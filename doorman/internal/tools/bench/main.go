@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/doorman/internal/tools/firstbyte"
@@ -41,11 +42,22 @@ func main() {
 }
 
 var (
-	duration = flag.Duration("duration", 3*time.Second, "how long each throughput run lasts")
-	rounds   = flag.Int("rounds", 20000, "round trips per latency run")
-	haproxy  = flag.String("haproxy", "haproxy", "HAProxy binary")
-	held     = flag.Int("held", 2048, "connections held for the memory measurement")
-	child    = flag.String("child", "", "internal: run the doorman side in this process: pass=<backend>, hold=<n>, wake=<n>")
+	duration   = flag.Duration("duration", 2*time.Second, "how long each throughput run lasts")
+	passRounds = flag.Int("pass-rounds", 5, "rounds of the pass-through measurements; each path runs once per round")
+	rounds     = flag.Int("rounds", 10000, "round trips per latency run")
+	haproxy    = flag.String("haproxy", "haproxy", "HAProxy binary")
+	held       = flag.Int("held", 2048, "connections held for the memory measurement")
+	parts      = flag.String("parts", "pass,memory,wake", "which parts to run, comma-separated: pass (throughput and latency), memory, wake")
+	wakeRounds = flag.Int("wake-rounds", 5, "rounds of each wake-to-first-byte run")
+	wakeHeld   = flag.String("wake-held", "1,50,256", "held connections for each wake-to-first-byte run, comma-separated")
+	clientNS   = flag.String("client-netns", "", "pass part only: the network namespace (a path such as /run/netns/x) the load generator dials from")
+	proxyNS    = flag.String("proxy-netns", "", "pass part only: the network namespace HAProxy and the doorman run in")
+	backendNS  = flag.String("backend-netns", "", "pass part only: the network namespace the test backends listen in")
+	proxyIP    = flag.String("proxy-ip", "127.0.0.1", "the address HAProxy and the doorman listen on")
+	backendIP  = flag.String("backend-ip", "127.0.0.1", "the address the test backends listen on")
+	proxyCPUs  = flag.String("proxy-cpus", "", "pass part only: run HAProxy and the doorman on these CPUs (taskset -c); run this program elsewhere")
+	title      = flag.String("title", "Pass-through on loopback", "the pass part's heading")
+	child      = flag.String("child", "", "internal: run the doorman side in this process: pass=<backend>, hold=<n>, wake=<n>")
 )
 
 // nopHooks stands in for Kubernetes: the benchmark measures the data path.
@@ -71,6 +83,71 @@ func run() error {
 		return runChild(ctx, *child)
 	}
 
+	if want("pass") {
+		if err := passThrough(ctx); err != nil {
+			return err
+		}
+	}
+	if want("memory") {
+		if err := heldMemory(ctx, *held); err != nil {
+			return err
+		}
+	}
+	if want("wake") {
+		if err := wakeTable(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wakeTable measures wake-to-first-byte for each -wake-held, the doorman
+// and the bare dialer taking turns for -wake-rounds rounds; each figure is
+// the median of its rounds.
+func wakeTable() error {
+	fmt.Printf("\n## Wake to first byte\n\n")
+	fmt.Printf("From the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod, in a doorman process of its own. "+
+		"Arrival is the pod socket's receive timestamp (SO_TIMESTAMPNS); read is when the stand-in pod's goroutine read it, which adds the stand-in's own accept loop on the same CPUs. "+
+		"The bare dialer is the peer: a process with one goroutine per caller waiting, each connecting and writing the same request when told, the least any proxy must do. "+
+		"Medians of %d rounds, the two taking turns; CPU is the passing process's CPU time.\n\n", *wakeRounds)
+	fmt.Printf("| held | path | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms | CPU ms |\n|---|---|---|---|---|---|---|\n")
+	for _, f := range strings.Split(*wakeHeld, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("-wake-held: %w", err)
+		}
+		var door, bare [5][]float64
+		add := func(to *[5][]float64, r wakeResult) {
+			for i, d := range []time.Duration{r.arrival[0], r.arrival[1], r.read[0], r.read[1], r.cpu} {
+				to[i] = append(to[i], ms(d))
+			}
+		}
+		for range *wakeRounds {
+			r, err := wakeToFirstByte(n)
+			if err != nil {
+				return err
+			}
+			add(&door, r)
+			if r, err = bareDial(n); err != nil {
+				return err
+			}
+			add(&bare, r)
+		}
+		for _, row := range []struct {
+			name string
+			v    [5][]float64
+		}{{"doorman", door}, {"bare dialer", bare}} {
+			fmt.Printf("| %d | %s | %.2f | %s | %.2f | %s | %.1f |\n", n, row.name, median(row.v[0]), spread(row.v[1], "%.2f"), median(row.v[2]), spread(row.v[3], "%.2f"), median(row.v[4]))
+		}
+	}
+	return nil
+}
+
+func want(part string) bool { return slices.Contains(strings.Split(*parts, ","), part) }
+
+// passThrough compares throughput and latency of a direct connection,
+// HAProxy and the doorman.
+func passThrough(ctx context.Context) error {
 	sink, err := listen(serveSink)
 	if err != nil {
 		return err
@@ -96,57 +173,129 @@ func run() error {
 	}
 	defer stopHA()
 
-	fmt.Printf("## Pass-through on loopback\n\n")
-	fmt.Printf("| path | 1 stream MiB/s | 8 streams MiB/s | latency p50 µs | latency p99 µs |\n|---|---|---|---|---|\n")
-	type row struct {
-		name     string
-		t1, t8   float64
-		p50, p99 time.Duration
-	}
-	var rows []row
-	for _, p := range []struct{ name, sink, echo string }{
+	paths := []struct{ name, sink, echo string }{
 		{"direct", sink.Addr().String(), echo.Addr().String()},
 		{"haproxy 2.6 mode tcp", haSink, haEcho},
 		{"doorman", doorSink, doorEcho},
-	} {
-		t1, err := throughput(p.sink, 1)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		t8, err := throughput(p.sink, 8)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		p50, p99, err := latency(p.echo)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		rows = append(rows, row{p.name, t1, t8, p50, p99})
-		fmt.Printf("| %s | %.0f | %.0f | %.1f | %.1f |\n", p.name, t1, t8, us(p50), us(p99))
 	}
-	d, ha, dm := rows[0], rows[1], rows[2]
+	// The paths take turns, round after round, so a change in the
+	// machine's load touches each alike; each figure is the median of
+	// its rounds.
+	type samples struct{ t1, t8, p50, p99 []float64 }
+	got := make([]samples, len(paths))
+	for range *passRounds {
+		for i, p := range paths {
+			t1, err := throughput(p.sink, 1)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			t8, err := throughput(p.sink, 8)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			p50, p99, err := latency(p.echo)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			g := &got[i]
+			g.t1, g.t8 = append(g.t1, t1), append(g.t8, t8)
+			g.p50, g.p99 = append(g.p50, us(p50)), append(g.p99, us(p99))
+		}
+	}
+	fmt.Printf("## %s\n\n", *title)
+	fmt.Printf("Medians of %d rounds (range in brackets); each round runs every path in turn, %v per throughput run and %d round trips per latency run.\n\n", *passRounds, *duration, *rounds)
+	fmt.Printf("| path | 1 stream MiB/s | 8 streams MiB/s | latency p50 µs | latency p99 µs |\n|---|---|---|---|---|\n")
+	med := make([]samples, len(paths)) // one value each: the median
+	for i, p := range paths {
+		g := got[i]
+		med[i] = samples{[]float64{median(g.t1)}, []float64{median(g.t8)}, []float64{median(g.p50)}, []float64{median(g.p99)}}
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", p.name, spread(g.t1, "%.0f"), spread(g.t8, "%.0f"), spread(g.p50, "%.1f"), spread(g.p99, "%.1f"))
+	}
+	d, ha, dm := med[0], med[1], med[2]
 	fmt.Printf("\nRatios, doorman / HAProxy: throughput 1 stream %.2f, 8 streams %.2f; added latency (over direct) p50 %.1f µs vs %.1f µs, p99 %.1f µs vs %.1f µs.\n\n",
-		dm.t1/ha.t1, dm.t8/ha.t8, us(dm.p50-d.p50), us(ha.p50-d.p50), us(dm.p99-d.p99), us(ha.p99-d.p99))
+		dm.t1[0]/ha.t1[0], dm.t8[0]/ha.t8[0], dm.p50[0]-d.p50[0], ha.p50[0]-d.p50[0], dm.p99[0]-d.p99[0], ha.p99[0]-d.p99[0])
+	return nil
+}
 
-	if err := heldMemory(ctx, *held); err != nil {
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// spread formats the median of v and, with more than one value, its range.
+func spread(v []float64, f string) string {
+	m := fmt.Sprintf(f, median(v))
+	if len(v) < 2 {
+		return m
+	}
+	return fmt.Sprintf("%s ["+f+"–"+f+"]", m, slices.Min(v), slices.Max(v))
+}
+
+// proxyCommand runs a proxy (HAProxy or a doorman) in -proxy-netns, on
+// -proxy-cpus.
+func proxyCommand(name string, args ...string) *exec.Cmd {
+	argv := append([]string{name}, args...)
+	if *proxyNS != "" {
+		argv = append([]string{"nsenter", "--net=" + *proxyNS, "--"}, argv...)
+	}
+	if *proxyCPUs != "" {
+		argv = append([]string{"taskset", "-c", *proxyCPUs}, argv...)
+	}
+	return exec.Command(argv[0], argv[1:]...)
+}
+
+// dial connects to target from -client-netns.
+func dial(target string) (c net.Conn, err error) {
+	err = inNetns(*clientNS, func() error {
+		c, err = net.Dial("tcp", target)
+		return err
+	})
+	return c, err
+}
+
+// inNetns runs fn on a thread in the network namespace at path ("" is this
+// one). A socket stays in the namespace it was made in, whichever thread
+// uses it later.
+func inNetns(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
 		return err
 	}
-	fmt.Printf("\n## Wake to first byte\n\nFrom the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod, in a doorman process of its own; and the CPU time that process spent passing them on (what bounds the latency on an idle machine with 2 CPUs).\n\n| held | p50 ms | p99 ms | max ms | doorman CPU ms |\n|---|---|---|---|---|\n")
-	for _, n := range []int{1, 50, 256} {
-		p50, p99, mx, cpu, err := wakeToFirstByte(ctx, n)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("| %d | %.2f | %.2f | %.2f | %.1f |\n", n, ms(p50), ms(p99), ms(mx), ms(cpu))
+	defer self.Close()
+	target, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening network namespace: %w", err)
 	}
-	return nil
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("entering network namespace %s: %w", path, err)
+	}
+	defer func() {
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+			panic("leaving network namespace: " + err.Error()) // the thread must not return to the pool inside it
+		}
+	}()
+	return fn()
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// listen serves a test backend on -backend-ip in -backend-netns.
 func listen(serve func(net.Conn)) (net.Listener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var ln net.Listener
+	err := inNetns(*backendNS, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(*backendIP, "0"))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +311,17 @@ func listen(serve func(net.Conn)) (net.Listener, error) {
 	return ln, nil
 }
 
-func serveSink(c net.Conn) { defer c.Close(); _, _ = io.Copy(io.Discard, c) }
+// serveSink reads and drops, 64 KiB at a time as a server reading a body
+// would (io.Discard's 8 KiB reads would make the sink the bottleneck).
+func serveSink(c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+	}
+}
 
 func serveEcho(c net.Conn) { defer c.Close(); _, _ = io.Copy(c, c) }
 
@@ -193,7 +352,7 @@ func startChild(mode string) (*childProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-child", mode)
+	cmd := proxyCommand(self, "-child", mode, "-proxy-ip", *proxyIP)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -235,9 +394,16 @@ func (c *childProc) stop() {
 // when stdin closes.
 func runChild(ctx context.Context, mode string) error {
 	kind, arg, _ := strings.Cut(mode, "=")
+	if kind == "bare" {
+		n, err := strconv.Atoi(arg)
+		if err != nil {
+			return err
+		}
+		return runBare(n)
+	}
 	table := proxy.NewTable()
 	m := metrics.New()
-	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
+	srv := proxy.New(proxy.Config{ListenAddress: *proxyIP, Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
 	srv.Start(ctx)
 	port, err := freePort()
 	if err != nil {
@@ -253,7 +419,7 @@ func runChild(ctx context.Context, mode string) error {
 	}
 	heap0, stacks0 := goMem()
 	rss0 := rss()
-	fmt.Printf("LISTEN 127.0.0.1:%d\n", port)
+	fmt.Printf("LISTEN %s\n", net.JoinHostPort(*proxyIP, strconv.Itoa(port)))
 	var cpu0 time.Duration
 	var prof *os.File
 	in := bufio.NewScanner(os.Stdin)
@@ -280,6 +446,7 @@ func runChild(ctx context.Context, mode string) error {
 		case "ready":
 			if path := os.Getenv("NAPWAKE_BENCH_CPUPROFILE"); path != "" && kind == "wake" {
 				if prof, err = os.Create(path); err == nil {
+					runtime.SetCPUProfileRate(5000) // the wake lasts milliseconds: sample every 200 µs
 					_ = pprof.StartCPUProfile(prof)
 				}
 			}
@@ -302,12 +469,16 @@ func startHAProxy(sink, echo string) (string, string, func(), error) {
 	}
 	ports := make([]string, 2)
 	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		if err := inNetns(*proxyNS, func() error {
+			ln, err := net.Listen("tcp", net.JoinHostPort(*proxyIP, "0"))
+			if err != nil {
+				return err
+			}
+			ports[i] = ln.Addr().String()
+			return ln.Close()
+		}); err != nil {
 			return "", "", nil, err
 		}
-		ports[i] = ln.Addr().String()
-		_ = ln.Close()
 	}
 	cfg := fmt.Sprintf(`global
   maxconn 8000
@@ -331,7 +502,7 @@ backend echo
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", "", nil, err
 	}
-	cmd := exec.Command(*haproxy, "-f", path, "-db")
+	cmd := proxyCommand(*haproxy, "-f", path, "-db")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return "", "", nil, fmt.Errorf("starting HAProxy: %w", err)
@@ -339,7 +510,7 @@ backend echo
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = os.RemoveAll(dir) }
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c, err := net.Dial("tcp", ports[1])
+		c, err := dial(ports[1])
 		if err == nil {
 			_ = c.Close()
 			break
@@ -364,7 +535,7 @@ func throughput(target string, n int) (float64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := net.Dial("tcp", target)
+			c, err := dial(target)
 			if err != nil {
 				errs <- err
 				return
@@ -391,7 +562,7 @@ func throughput(target string, n int) (float64, error) {
 
 // latency measures small request/response round trips on one kept-alive connection.
 func latency(target string) (p50, p99 time.Duration, err error) {
-	c, err := net.Dial("tcp", target)
+	c, err := dial(target)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -545,8 +716,9 @@ func gaugeValue(m *metrics.Metrics) float64 {
 	return 0
 }
 
+// freePort returns a port free on -proxy-ip, in this process's namespace.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(*proxyIP, "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -554,40 +726,132 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// wakeResult is one wake-to-first-byte run: the percentiles of the first
+// bytes' arrival at the pod's sockets and of their reading by the
+// stand-in pod, and the CPU time of the process passing them on.
+type wakeResult struct {
+	arrival, read [3]time.Duration // p50, p99, max
+	cpu           time.Duration
+}
+
 // wakeToFirstByte holds n callers on a doorman in its own process, then
 // marks the pod Ready there and measures until each caller's first byte
 // reaches the pod.
-func wakeToFirstByte(_ context.Context, n int) (p50, p99, mx, cpu time.Duration, err error) {
-	rec := firstbyte.New(n)
-	pod, err := listen(rec.Serve)
-	if err != nil {
-		return 0, 0, 0, 0, err
-	}
-	defer pod.Close()
+func wakeToFirstByte(n int) (wakeResult, error) {
 	ch, done, err := holdOnChild("wake", n, []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return wakeResult{}, err
 	}
 	defer done()
+	return firstBytes(ch, n)
+}
+
+// bareDial is the peer of wakeToFirstByte: a process of its own with n
+// goroutines waiting, each of which connects and writes the same request
+// when told the pod's address: the least any proxy passing n held callers
+// on must do.
+func bareDial(n int) (wakeResult, error) {
+	ch, err := startChild("bare=" + strconv.Itoa(n))
+	if err != nil {
+		return wakeResult{}, err
+	}
+	defer ch.stop()
+	if l, err := ch.line(); err != nil || l != "READY" {
+		return wakeResult{}, fmt.Errorf("starting the bare dialer: %q %v", l, err)
+	}
+	return firstBytes(ch, n)
+}
+
+// firstBytes tells ch a pod is Ready at a fresh stand-in pod and times
+// the n first bytes reaching it.
+func firstBytes(ch *childProc, n int) (wakeResult, error) {
+	var r wakeResult
+	rec := firstbyte.New(n)
+	var pod net.Listener
+	if err := inNetns(*backendNS, func() (err error) {
+		pod, err = rec.Listen(net.JoinHostPort(*backendIP, "0"))
+		return err
+	}); err != nil {
+		return r, err
+	}
+	defer pod.Close()
 	ch.send("ready " + pod.Addr().String())
 	l, err := ch.line()
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return r, err
 	}
 	ns, err := strconv.ParseInt(strings.TrimPrefix(l, "T0 "), 10, 64)
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("reading %q: %w", l, err)
+		return r, fmt.Errorf("reading %q: %w", l, err)
 	}
 	t0 := time.Unix(0, ns)
 	if err := rec.Wait(n, 10*time.Second); err != nil {
-		return 0, 0, 0, 0, err
+		return r, err
 	}
 	ch.send("cpu")
 	if l, err := ch.line(); err == nil {
 		if v, err := strconv.ParseInt(strings.TrimPrefix(l, "CPU "), 10, 64); err == nil {
-			cpu = time.Duration(v)
+			r.cpu = time.Duration(v)
 		}
 	}
-	p50, p99, mx = rec.Percentiles(t0)
-	return p50, p99, mx, cpu, nil
+	r.arrival[0], r.arrival[1], r.arrival[2] = rec.KernelPercentiles(t0)
+	r.read[0], r.read[1], r.read[2] = rec.Percentiles(t0)
+	return r, nil
+}
+
+// runBare is the bare dialer's side (see bareDial).
+func runBare(n int) error {
+	req := []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n")
+	start := make(chan netip.AddrPort)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	var d net.Dialer
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ap, ok := <-start
+			if !ok {
+				return
+			}
+			c, err := d.DialContext(context.Background(), "tcp", ap.String())
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bare dialer:", err)
+				return
+			}
+			_, _ = c.Write(req)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}()
+	}
+	fmt.Println("READY")
+	var cpu0 time.Duration
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd, val, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "ready":
+			ap, err := netip.ParseAddrPort(val)
+			if err != nil {
+				return err
+			}
+			cpu0 = cpuTime()
+			t0 := time.Now()
+			for range n {
+				start <- ap
+			}
+			fmt.Printf("T0 %d\n", t0.UnixNano())
+		case "cpu":
+			wg.Wait()
+			fmt.Printf("CPU %d\n", cpuTime()-cpu0)
+		}
+	}
+	close(start)
+	wg.Wait()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return nil
 }
