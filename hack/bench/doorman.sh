@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Benchmarks the doorman's pass-through path beside HAProxy (mode tcp) and a
-# direct connection, on loopback only, plus the memory of 2048 held
+# direct connection, on loopback (as the machine schedules them, then with
+# the proxies pinned to a CPU of their own) and, as root, between network
+# namespaces it makes joined by veth pairs; plus the memory of 2048 held
 # connections and wake-to-first-byte with 1, 50 and 256 held (from the
 # endpoints table, and through a real API server's watch). Writes the
 # report, with the machine, to docs/bench/doorman.md (OUT= to change).
-# Bounded: each throughput run lasts -duration (3 s), and the whole run a
-# couple of minutes at most. Extra arguments go to the bench program
-# (doorman/internal/tools/bench): -duration, -rounds, -held, -haproxy.
+# Bounded: each throughput run lasts -duration (2 s), five rounds per path,
+# and the whole run about six minutes. Extra arguments go to the bench
+# program (doorman/internal/tools/bench): -duration, -pass-rounds, -rounds,
+# -held, -wake-held, -wake-rounds, -haproxy.
 # NAPWAKE_BENCH_CPUPROFILE=FILE writes a CPU profile of the doorman process
 # while it passes the held callers on (go tool pprof -top).
 set -euo pipefail
@@ -16,7 +19,43 @@ out=${OUT:-$root/docs/bench/doorman.md}
 command -v haproxy >/dev/null || { echo "doorman.sh: haproxy not found (Debian: apt-get install haproxy)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+ns=napwake-bench-$$
+cleanup() {
+	for n in client proxy pod; do ip netns del "$ns-$n" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# veth_bench BENCH ARGS... measures pass-through the way pods are reached:
+# the load generator, the proxies and the test backend each in a network
+# namespace of its own, made here and removed on exit, joined by veth
+# pairs (192.0.2.0/24 and 198.51.100.0/24, documentation ranges that exist
+# only inside them). "direct" is routed through the proxies' namespace by
+# the kernel alone.
+veth_bench() {
+	local bench=$1
+	shift
+	for n in client proxy pod; do
+		ip netns add "$ns-$n"
+		ip -n "$ns-$n" link set lo up
+	done
+	ip link add nwc0 netns "$ns-client" type veth peer name nwp0 netns "$ns-proxy"
+	ip link add nwb0 netns "$ns-pod" type veth peer name nwp1 netns "$ns-proxy"
+	ip -n "$ns-client" addr add 192.0.2.1/24 dev nwc0
+	ip -n "$ns-proxy" addr add 192.0.2.2/24 dev nwp0
+	ip -n "$ns-proxy" addr add 198.51.100.2/24 dev nwp1
+	ip -n "$ns-pod" addr add 198.51.100.1/24 dev nwb0
+	ip -n "$ns-client" link set nwc0 up
+	ip -n "$ns-proxy" link set nwp0 up
+	ip -n "$ns-proxy" link set nwp1 up
+	ip -n "$ns-pod" link set nwb0 up
+	ip -n "$ns-client" route add default via 192.0.2.2
+	ip -n "$ns-pod" route add default via 198.51.100.2
+	ip netns exec "$ns-proxy" sysctl -qw net.ipv4.ip_forward=1 # that namespace's own setting
+	timeout 600 "$bench" -parts pass -title "Pass-through between network namespaces (veth), as pods are reached" \
+		-client-netns "/run/netns/$ns-client" -proxy-netns "/run/netns/$ns-proxy" -backend-netns "/run/netns/$ns-pod" \
+		-proxy-ip 192.0.2.2 -backend-ip 198.51.100.1 "$@" 2> "$tmp/stderr" || { cat "$tmp/stderr" >&2; exit 1; }
+}
 # The doorman module builds on its own (its go.mod replaces apis/shared).
 (cd "$root/doorman" && GOWORK=off go build -o "$tmp/bench" ./internal/tools/bench)
 
@@ -26,7 +65,7 @@ ulimit -n 16384 2>/dev/null || true
 {
 	echo "# Doorman benchmark"
 	echo
-	echo "Recorded by \`hack/bench/doorman.sh\` on $(date -u +%Y-%m-%dT%H:%MZ), loopback only."
+	echo "Recorded by \`hack/bench/doorman.sh\` on $(date -u +%Y-%m-%dT%H:%MZ). Traffic stays on loopback and inside network namespaces the script makes and removes."
 	echo
 	echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
 		"load average $(cut -d' ' -f1-3 /proc/loadavg) at start; $(go env GOVERSION); $(haproxy -v | head -1 | cut -d' ' -f1-3)."
@@ -36,13 +75,29 @@ ulimit -n 16384 2>/dev/null || true
 	echo
 	timeout 600 "$tmp/bench" "$@" 2> "$tmp/stderr" || { cat "$tmp/stderr" >&2; exit 1; }
 	echo
+	if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+		echo "doorman.sh: pass-through again with the proxies on a CPU of their own" >&2
+		timeout 600 taskset -c 0 "$tmp/bench" -parts pass -proxy-cpus 1 \
+			-title "Pass-through on loopback, the proxies on a CPU of their own (taskset: load generator and backends on CPU 0, the proxy on CPU 1)" \
+			"$@" 2> "$tmp/stderr" || { cat "$tmp/stderr" >&2; exit 1; }
+		echo
+	fi
+	if [[ $(id -u) == 0 ]] && command -v ip >/dev/null && command -v nsenter >/dev/null; then
+		echo "doorman.sh: pass-through between three network namespaces joined by veth pairs" >&2
+		veth_bench "$tmp/bench" "$@"
+	else
+		echo "## Pass-through between network namespaces (veth)"
+		echo
+		echo "Skipped: it needs root, ip and nsenter to make its own network namespaces."
+	fi
+	echo
 	echo "## Wake to first byte through the watch"
 	echo
 	echo "From the Service's own EndpointSlice create call returning, on a real kube-apiserver and etcd (envtest, on this machine too),"
-	echo "through the doorman's informers, to each held caller's first byte at the pod."
+	echo "through the doorman's informers, to each held caller's first byte at the pod: its arrival at the pod's socket and its reading by the stand-in pod."
 	echo
-	echo "| held | p50 ms | p99 ms | max ms |"
-	echo "|---|---|---|---|"
+	echo "| held | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms |"
+	echo "|---|---|---|---|---|"
 	(cd "$root/doorman" && NAPWAKE_WAKE_HELD=1,50,256 GOWORK=off timeout 300 go test -count=1 -run TestWakeToFirstByteThroughTheWatch -v ./internal/kube) > "$tmp/watch.log" 2>&1 ||
 		{ cat "$tmp/watch.log" >&2; exit 1; }
 	grep '^| ' "$tmp/watch.log"
