@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/go-logr/logr"
@@ -169,6 +170,8 @@ type stack struct {
 	srv   *proxy.Server
 	hooks *Hooks
 	m     *metrics.Metrics
+	table *proxy.Table
+	cache cache.Cache
 }
 
 // startDoorman runs the proxy, the watcher and the hooks against envtest,
@@ -207,7 +210,7 @@ func startDoormanWith(t *testing.T, clk clock.PassiveClock, limits proxy.Limits)
 		wg.Wait()
 		broadcaster.Shutdown()
 	})
-	return &stack{srv: srv, hooks: hooks, m: m}
+	return &stack{srv: srv, hooks: hooks, m: m, table: table, cache: c}
 }
 
 // dialLoopback stands in for the pod network: a pod address 10.244.x.y:port

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/proxy"
@@ -88,11 +91,13 @@ func wakeThroughWatch(t *testing.T, n int) timedRecorder {
 	for _, c := range conns {
 		_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
 	}
-	eventually(t, "every caller held", func() bool { return heldGauge(st) == float64(n) })
-	time.Sleep(100 * time.Millisecond) // every held connection at its wait
+	key := proxy.ServiceKey{Namespace: namespace, Service: "api", PortName: "http"}
+	eventually(t, "every caller held at its wait", func() bool { return st.table.Waiting(key) == n })
 
 	p := createPod(t, namespace, "api-1", "10.244.0.5")
-	time.Sleep(200 * time.Millisecond) // the Pod reaches the doorman's cache before its slice
+	eventually(t, "the Pod in the doorman's cache before its slice", func() bool {
+		return st.cache.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{}) == nil
+	})
 	t0 := time.Now()
 	createSlice(t, namespace, p, "10.244.0.5", pod.Addr().(*net.TCPAddr).Port, v1alpha1.EndpointSliceControllerManager)
 	if err := rec.Wait(n, 20*time.Second); err != nil {

@@ -91,6 +91,14 @@ func (t *Table) Subscribe(k ServiceKey, fn func()) (eps []netip.AddrPort, cancel
 	}
 }
 
+// Waiting returns how many waits on k's next change are registered: the
+// held connections of k at their wait.
+func (t *Table) Waiting(k ServiceKey) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.subs[k])
+}
+
 // SetEndpoints replaces the Ready endpoints of k and wakes its waiters.
 // The caller has already applied the dial rules.
 func (t *Table) SetEndpoints(k ServiceKey, eps []netip.AddrPort) {
