@@ -299,15 +299,7 @@ func listen(serve func(net.Conn)) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serve(c)
-		}
-	}()
+	go firstbyte.AcceptEach(ln, serve)
 	return ln, nil
 }
 

@@ -47,16 +47,20 @@ func (r *Recorder) Listen(address string) (net.Listener, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go r.Serve(c)
-		}
-	}()
+	go AcceptEach(ln, r.Serve)
 	return ln, nil
+}
+
+// AcceptEach serves each connection ln accepts on a goroutine of its own,
+// until ln is closed.
+func AcceptEach(ln net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go serve(c)
+	}
 }
 
 func control(ln *net.TCPListener, fn func(fd int) error) error {
