@@ -234,7 +234,7 @@ func running(in Input, now time.Time, latest signal) Step {
 
 func pauseRequested(in Input, now time.Time) (Step, bool) {
 	at, ok := parseTime(in.Annotations[napwakev1alpha1.AnnotationPauseRequested], now)
-	if !ok || !at.After(in.Created.Truncate(time.Second)) {
+	if !ok || at.Before(in.Created.Truncate(time.Second)) { // the same second is not left over
 		return Step{}, false
 	}
 	if in.State.Pause != nil && !at.After(in.State.Pause.StartedAt.Time) {

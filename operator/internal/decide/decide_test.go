@@ -142,6 +142,14 @@ func TestNext(t *testing.T) {
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
 		},
 		{
+			// Annotation times count to the second: a request written in the
+			// second the ManagedWorkload was made is not left over.
+			name: "pause-requested in the second the ManagedWorkload was made pauses",
+			in: Input{State: runningFor(0), Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(-time.Hour)}, Target: up,
+				Created: created.Add(400 * time.Millisecond)},
+			check: func(t *testing.T, s Step) { wantPatch(t, s, napwakev1alpha1.PhasePausing) },
+		},
+		{
 			name:  "Pausing with replicas still up scales to zero",
 			in:    Input{State: pausingState, Target: up},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
@@ -262,7 +270,9 @@ func TestNext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.Now = t0.Add(400 * time.Millisecond) // sub-second noise must not matter
-			tc.in.Created = created
+			if tc.in.Created.IsZero() {
+				tc.in.Created = created
+			}
 			if tc.in.IdleAfter == 0 {
 				tc.in.IdleAfter = 30 * time.Minute
 			}
