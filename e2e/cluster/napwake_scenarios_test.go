@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -107,30 +108,9 @@ func scenarioWokenByRequest(ctx context.Context, ns string) {
 	deployRunning(ctx, app)
 	pauseNow(ctx, ns, app.Name)
 
-	client := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "get", Image: framework.SampleAppImage, ImagePullPolicy: corev1.PullNever,
-				Args:            []string{"get", "--user-agent", "e2e-client/1", serviceURL(ctx, ns, app.Name, "/")},
-				SecurityContext: app.PodSpec(nil, nil).Containers[0].SecurityContext,
-			}},
-		},
-	}
-	Expect(fw.Client.Create(ctx, client)).To(Succeed())
-	Eventually(func() (corev1.PodPhase, error) {
-		p, err := fw.Clientset.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		return p.Status.Phase, nil
-	}).WithTimeout(3 * time.Minute).Should(Equal(corev1.PodSucceeded))
-	logs, err := fw.Clientset.CoreV1().Pods(ns).GetLogs("client", &corev1.PodLogOptions{}).DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(string(logs)).To(ContainSubstring("200 OK"), "the held request got the app's answer, not an error")
-	Expect(string(logs)).To(ContainSubstring("hello from the sample app"))
-	GinkgoWriter.Printf("client pod saw: %s\n", strings.SplitN(string(logs), "\n", 2)[0])
+	logs := clientGet(ctx, ns, "client", serviceURL(ctx, ns, app.Name, "/"))
+	Expect(logs).To(ContainSubstring("200 OK"), "the held request got the app's answer, not an error")
+	Expect(logs).To(ContainSubstring("hello from the sample app"))
 
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
 	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
@@ -140,6 +120,89 @@ func scenarioWokenByRequest(ctx context.Context, ns string) {
 	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, app.Name) }).Should(Equal(int32(2)), "a wake restores the replicas it had")
 	Eventually(func() ([]string, error) { return fw.DoormanSliceAddresses(ctx, ns, app.Name) }).Should(BeEmpty(),
 		"once Running, the doorman's slices go")
+}
+
+// clientGet runs the sample app's "get" in a client pod of the namespace
+// and returns what it printed once it has finished.
+func clientGet(ctx context.Context, ns, pod, url string) string {
+	client := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "get", Image: framework.SampleAppImage, ImagePullPolicy: corev1.PullNever,
+				Args:            []string{"get", "--user-agent", "e2e-client/1", url},
+				SecurityContext: framework.SampleApp{}.PodSpec(nil, nil).Containers[0].SecurityContext,
+			}},
+		},
+	}
+	Expect(fw.Client.Create(ctx, client)).To(Succeed())
+	Eventually(func() (corev1.PodPhase, error) {
+		p, err := fw.Clientset.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return p.Status.Phase, nil
+	}).WithTimeout(3 * time.Minute).Should(Equal(corev1.PodSucceeded))
+	logs, err := fw.Clientset.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("client pod %s saw: %s\n", pod, strings.SplitN(string(logs), "\n", 2)[0])
+	return string(logs)
+}
+
+// scenarioSharedService (11): a stable and a canary Deployment behind one
+// Service, both paused: the Service is routed (the canary shares the
+// stable one's route), and one request wakes them both.
+func scenarioSharedService(ctx context.Context, ns string) {
+	base := optedIn("shop", ns, 1, longIdle)
+	Expect(fw.Client.Create(ctx, base.Service())).To(Succeed()) // selects app=shop: both tracks
+	for _, track := range []string{"stable", "canary"} {
+		d := base.Deployment()
+		d.Name = "shop-" + track
+		d.Spec.Selector.MatchLabels["track"] = track
+		d.Spec.Template.Labels = map[string]string{"app": "shop", "track": track}
+		d.Spec.Template.Spec = base.PodSpec([]string{"--startup-delay=2s"}, []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}})
+		Expect(fw.Client.Create(ctx, d)).To(Succeed())
+		Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, d.Name) }).Should(Equal(int32(1)))
+		Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, d.Name) }).
+			WithTimeout(time.Minute).Should(Equal(napwakev1alpha1.PhaseRunning))
+	}
+	for _, name := range []string{"shop-stable", "shop-canary"} {
+		Expect(fw.RequestPause(ctx, ns, name)).To(Succeed())
+		Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, name) }).
+			WithTimeout(90 * time.Second).Should(Equal(napwakev1alpha1.PhasePaused))
+		Eventually(func() (bool, error) { return fw.PodsGone(ctx, ns, name) }).Should(BeTrue())
+	}
+	Eventually(func(g Gomega) {
+		doormen, err := fw.ReadyDoormanIPs(ctx, napwakeNS)
+		g.Expect(err).NotTo(HaveOccurred())
+		addrs, err := fw.DoormanSliceAddresses(ctx, ns, "shop")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(addrs).To(Equal(doormen), "Service shop leads to the doorman")
+		// Whichever paused first wrote the slice; the other shares its route.
+		sharing := 0
+		for name, other := range map[string]string{"shop-stable": "shop-canary", "shop-canary": "shop-stable"} {
+			mw, err := fw.ManagedWorkload(ctx, ns, name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(meta(mw, napwakev1alpha1.ConditionWakeOnRequest)).To(Equal("True/"+napwakev1alpha1.ReasonDoormanRouted), name)
+			c := apimeta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest)
+			if strings.Contains(c.Message, "shop through ManagedWorkload "+other+"'s route") {
+				sharing++
+			}
+		}
+		g.Expect(sharing).To(Equal(1), "one writes the Service's slice, the other shares it")
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	logs := clientGet(ctx, ns, "client", serviceURL(ctx, ns, "shop", "/"))
+	Expect(logs).To(ContainSubstring("200 OK"), "the held request got an answer, not an error")
+	for _, name := range []string{"shop-stable", "shop-canary"} {
+		Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, name) }).
+			WithTimeout(time.Minute).Should(Equal(napwakev1alpha1.PhaseRunning), name+" woken by the one request")
+		mw, err := fw.ManagedWorkload(ctx, ns, name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mw.Status.LastActivitySource).To(Equal(napwakev1alpha1.SourceRequest), name)
+		Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, name) }).Should(Equal(int32(1)))
+	}
 }
 
 // scenarioColdStartOverhead measures, over n wakes, the time from a request

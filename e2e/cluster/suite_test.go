@@ -93,6 +93,9 @@ var _ = Describe("Napwake", func() {
 	It("keeps paused workloads paused and routed through a doorman-only Helm upgrade", func() {
 		inNamespace("upgrade", nil, scenarioDoormanUpgrade)
 	})
+	It("routes a Service shared by two paused workloads, and one request wakes both", func() {
+		inNamespace("shared", nil, scenarioSharedService)
+	})
 	It("adds little to a cold start: p99 over 20 wakes within the bound (100 ms target)", func() {
 		inNamespace("coldstart", nil, func(ctx context.Context, ns string) {
 			overheads := scenarioColdStartOverhead(ctx, ns, 20)

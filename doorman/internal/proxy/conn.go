@@ -306,23 +306,40 @@ func (s *Server) dial(ctx context.Context, eps []netip.AddrPort) (*net.TCPConn, 
 	return nil, fmt.Errorf("dialling Ready endpoints: %w", errors.Join(errs...))
 }
 
-// wakeLoop wakes the workload, retrying every WakeRetry while a rate limit
-// refuses or the patch fails, until it succeeds or until.
+// wakeLoop wakes the route's workload, and every other paused workload
+// routed for the same Service port ("Services shared with other
+// workloads": every workload behind it paused, a request wakes them all),
+// retrying every WakeRetry while a rate limit refuses or a patch fails,
+// until each is woken or until. One request counts once against the rate
+// limits, however many workloads it wakes.
 func (s *Server) wakeLoop(ctx context.Context, r Route, src netip.Addr, until time.Time) {
-	w := r.Workload
 	for {
-		if !s.wouldWake(w) {
+		var pending []Workload
+		for _, w := range s.sharing(r) {
+			if s.wouldWake(w) {
+				pending = append(pending, w)
+			}
+		}
+		if len(pending) == 0 {
 			return
 		}
 		if ok, cap := s.wakes.allow(src); !ok {
 			s.metrics.Rejections.WithLabelValues(cap).Inc()
-		} else if err := s.hooks.Wake(ctx, w, r.Service, src); err == nil {
-			s.mu.Lock()
-			s.lastWake[w.Key()] = woken{at: s.cfg.Clock.Now(), pausedAt: w.PausedAt}
-			s.mu.Unlock()
-			return
 		} else {
-			s.log.Error(err, "Waking", "workload", w.Key())
+			failed := false
+			for _, w := range pending {
+				if err := s.hooks.Wake(ctx, w, r.Service, src); err != nil {
+					s.log.Error(err, "Waking", "workload", w.Key())
+					failed = true
+					continue
+				}
+				s.mu.Lock()
+				s.lastWake[w.Key()] = woken{at: s.cfg.Clock.Now(), pausedAt: w.PausedAt}
+				s.mu.Unlock()
+			}
+			if !failed {
+				return
+			}
 		}
 		if !s.cfg.Clock.Now().Add(s.cfg.WakeRetry).Before(until) {
 			return
@@ -335,6 +352,22 @@ func (s *Server) wakeLoop(ctx context.Context, r Route, src netip.Addr, until ti
 			return
 		}
 	}
+}
+
+// sharing returns r's workload, then the other workloads routed for the
+// same Service port on this doorman's other ports, as they are now.
+func (s *Server) sharing(r Route) []Workload {
+	out := []Workload{r.Workload}
+	key := r.Key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for port, pl := range s.listeners {
+		if port == r.DoormanPort || pl.removed || pl.route.Key() != key || pl.route.Workload.Key() == r.Workload.Key() {
+			continue
+		}
+		out = append(out, pl.route.Workload)
+	}
+	return out
 }
 
 // woken is when this doorman last woke a workload, and the pause it woke.

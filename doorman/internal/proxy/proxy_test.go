@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,4 +357,38 @@ func TestErrorsFromWakeAreRetried(t *testing.T) {
 	h.rec.wakeErr = nil
 	h.rec.mu.Unlock()
 	wait(t, "the retried wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+// "Services shared with other workloads": every workload behind a Service
+// paused, a request to it wakes them all, each once, and is passed on when
+// a pod is Ready. A workload routed for another Service, or awake, is not
+// woken.
+func TestARequestToASharedServiceWakesEveryPausedWorkloadBehindIt(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload()) // preview-42/api, Service api
+	canary := h.route
+	canary.DoormanPort, canary.Workload.Name = freePort(t), "api-canary"
+	running := h.route
+	running.DoormanPort, running.Workload.Name, running.Workload.Phase = freePort(t), "api-old", "Running"
+	other := h.route
+	other.DoormanPort, other.Service, other.Workload.Name = freePort(t), "web", "web"
+	if failed := h.srv.SetRoutes([]Route{h.route, canary, running, other}); len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	b := newBackend(t)
+	c := h.dial()
+	_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
+	wait(t, "both wakes", func() bool { n, _, _ := h.rec.counts(); return n >= 2 })
+	wakes, _ := h.rec.lists()
+	slices.Sort(wakes)
+	if want := []string{"preview-42/api api 127.0.0.1", "preview-42/api-canary api 127.0.0.1"}; !slices.Equal(wakes, want) {
+		t.Fatalf("wakes %q, want %q", wakes, want)
+	}
+	if got := h.rejections(CapWakePerSource) + h.rejections(CapWakeOverall); got != 0 {
+		t.Fatalf("%v wakes refused", got)
+	}
+	h.ready(b)
+	wait(t, "the request passed on", func() bool { return string(b.received(0)) == "GET / HTTP/1.1\r\nHost: api\r\n\r\n" })
+	if n, _, _ := h.rec.counts(); n != 2 {
+		t.Fatalf("%d wakes, want the two paused workloads behind Service api once each", n)
+	}
 }

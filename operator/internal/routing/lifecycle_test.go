@@ -223,3 +223,57 @@ func TestNamespaceDeletedWhilePaused(t *testing.T) {
 	f.g.Expect(done).To(BeTrue())
 	f.g.Expect(strings.Join(sliceNames(f.slices()), ",")).To(BeEmpty())
 }
+
+// TestTwoPausedWorkloadsBehindOneServiceShareItsRoute: "Every workload is
+// paused: the Service is routed, and a request wakes them". The first to
+// pause writes the Service's slice; the second keeps its own route and port
+// (the doorman wakes every workload routed for a Service port), reports
+// DoormanRouted naming the one whose route it shares, raises no
+// RoutingFailed, and is decided again within 30 s: once the other's slice
+// goes while it is still paused, it routes the Service itself.
+func TestTwoPausedWorkloadsBehindOneServiceShareItsRoute(t *testing.T) {
+	f := newFixture(t)
+	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
+	f.pods.serve(f.ctx, "10.1.0.1")
+	f.service("api")
+	stable, canary := f.pausing("api-stable"), f.pausing("api-canary")
+	r := f.router()
+
+	after, err := r.Route(f.ctx, stable, template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(after).To(BeZero())
+	s, err := f.slice("api-napwake-ipv4")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(s.Labels[napwakev1alpha1.LabelWorkload]).To(Equal("api-stable"))
+	stablePort := *s.Ports[0].Port
+
+	after, err = r.Route(f.ctx, canary, template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(after).To(Equal(30*time.Second), "decided again, to take over if the other's slice goes")
+	c := wakeOnRequest(f.get(canary))
+	f.g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	f.g.Expect(c.Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
+	f.g.Expect(c.Message).To(ContainSubstring("a request wakes them all: api through ManagedWorkload api-stable's route"))
+	routes := routesOf(f.get(canary))
+	f.g.Expect(routes).To(HaveLen(1))
+	f.g.Expect(routes[0].Service).To(Equal("api"))
+	f.g.Expect(routes[0].DoormanPort).NotTo(Equal(stablePort), "each keeps a port of its own")
+	s, err = f.slice("api-napwake-ipv4")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(s.Labels[napwakev1alpha1.LabelWorkload]).To(Equal("api-stable"), "the first one's slice is untouched")
+	f.g.Expect(*s.Ports[0].Port).To(Equal(stablePort))
+	f.g.Consistently(func() []string { return f.eventReasons(canary) }, "300ms").ShouldNot(ContainElement("RoutingFailed/Warning"))
+
+	// The stable one wakes and its slice goes; the canary, still paused,
+	// routes the Service itself at its next decision.
+	_, err = r.Unroute(f.ctx, f.get(stable))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	after, err = r.Route(f.ctx, f.get(canary), template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(after).To(BeZero())
+	s, err = f.slice("api-napwake-ipv4")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(s.Labels[napwakev1alpha1.LabelWorkload]).To(Equal("api-canary"))
+	f.g.Expect(*s.Ports[0].Port).To(Equal(routes[0].DoormanPort))
+	f.g.Expect(wakeOnRequest(f.get(canary)).Message).NotTo(ContainSubstring("shared"))
+}

@@ -277,16 +277,44 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if err := r.checkListening(ctx, doormen, routes, newPorts(routes, old)); err != nil {
 		return r.fail(ctx, mw, routes, fmt.Errorf("checking the doorman listens: %w", err))
 	}
-	if err := r.writeSlices(ctx, mw, epslice.BuildAll(mw.Namespace, mw.Name, routes, r.serviceUIDs(ctx, mw.Namespace, routes), doormen)); err != nil {
+	shared, err := r.writeSlices(ctx, mw, epslice.BuildAll(mw.Namespace, mw.Name, routes, r.serviceUIDs(ctx, mw.Namespace, routes), doormen))
+	if err != nil {
 		return r.fail(ctx, mw, routes, err)
 	}
 	r.stateMu.Lock()
 	delete(r.failures, key)
 	r.stateMu.Unlock()
+	if len(shared) > 0 {
+		// Another paused workload behind the same Service routes it: the
+		// doorman wakes every workload routed for a Service port a request
+		// reaches, so this one wakes too. Its own route and port stay, and it
+		// is decided again within RedecideAfter, to route the Service itself
+		// if the other's slice goes while it is still paused.
+		cond.Message += "; " + sharedMessage(shared)
+		if err := r.patchStatus(ctx, mw, routes, nil, cond); err != nil {
+			return r.backoff(key), err
+		}
+		return r.opts.RedecideAfter, nil
+	}
 	if d.ServedByOtherPods() {
 		return r.opts.RedecideAfter, nil
 	}
 	return 0, nil
+}
+
+// sharedMessage names the Services another workload routes, and whose
+// route they are (service -> workload).
+func sharedMessage(shared map[string]string) string {
+	names := make([]string, 0, len(shared))
+	for svc := range shared {
+		names = append(names, svc)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, svc := range names {
+		parts = append(parts, fmt.Sprintf("%s through ManagedWorkload %s's route", svc, shared[svc]))
+	}
+	return "shared with other paused workloads, a request wakes them all: " + strings.Join(parts, ", ")
 }
 
 // Unroute takes the workload's routing down once it is awake. See
@@ -729,9 +757,23 @@ var errNotOurs = errors.New("is not the operator's for this workload, and is nev
 
 // writeSlices creates or updates the desired slices and deletes the
 // workload's others. Slices are read past the cache: one just written may
-// not be in it yet.
-func (r *Router) writeSlices(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, desired []discoveryv1.EndpointSlice) error {
+// not be in it yet. A slice of the name that the operator wrote for
+// another workload in the namespace (which the same Service selects, and
+// is paused too) is left as it is and reported in shared, by Service.
+func (r *Router) writeSlices(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, desired []discoveryv1.EndpointSlice) (shared map[string]string, err error) {
 	var errs []error
+	// share records a slice written for another workload; false if it isn't.
+	share := func(s *discoveryv1.EndpointSlice) bool {
+		w := otherWorkloads(s, mw.Name)
+		if w == "" {
+			return false
+		}
+		if shared == nil {
+			shared = map[string]string{}
+		}
+		shared[s.Labels[napwakev1alpha1.LabelServiceName]] = w
+		return true
+	}
 	keepNames := map[string]bool{}
 	for i := range desired {
 		want := &desired[i]
@@ -740,11 +782,20 @@ func (r *Router) writeSlices(ctx context.Context, mw *napwakev1alpha1.ManagedWor
 		err := r.reader.Get(ctx, client.ObjectKeyFromObject(want), &have)
 		switch {
 		case apierrors.IsNotFound(err):
-			if err := r.c.Create(ctx, want); err != nil {
+			err := r.c.Create(ctx, want)
+			if apierrors.IsAlreadyExists(err) {
+				// Another workload behind the Service, pausing at the same
+				// moment, wrote it first.
+				if gerr := r.reader.Get(ctx, client.ObjectKeyFromObject(want), &have); gerr == nil && share(&have) {
+					continue
+				}
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("creating EndpointSlice %s/%s: %w", want.Namespace, want.Name, err))
 			}
 		case err != nil:
 			errs = append(errs, fmt.Errorf("getting EndpointSlice %s/%s: %w", want.Namespace, want.Name, err))
+		case share(&have): // another workload's, behind the same Service: left as it is
 		case !epslice.Ours(&have, mw.Name):
 			errs = append(errs, fmt.Errorf("EndpointSlice %s/%s (managed by %q, workload %q) %w", want.Namespace, want.Name,
 				have.Labels[napwakev1alpha1.LabelEndpointSliceManagedBy], have.Labels[napwakev1alpha1.LabelWorkload], errNotOurs))
@@ -758,7 +809,16 @@ func (r *Router) writeSlices(ctx context.Context, mw *napwakev1alpha1.ManagedWor
 	if err := r.deleteSlices(ctx, mw, keepNames); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return shared, errors.Join(errs...)
+}
+
+// otherWorkloads returns the workload a slice the operator wrote is for,
+// when that is not workload; "" otherwise.
+func otherWorkloads(s *discoveryv1.EndpointSlice, workload string) string {
+	if w := s.Labels[napwakev1alpha1.LabelWorkload]; w != "" && w != workload && epslice.Ours(s, w) {
+		return w
+	}
+	return ""
 }
 
 // deleteSlices deletes the workload's slices but those named in keep.
