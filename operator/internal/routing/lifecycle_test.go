@@ -229,8 +229,9 @@ func TestNamespaceDeletedWhilePaused(t *testing.T) {
 // pause writes the Service's slice; the second keeps its own route and port
 // (the doorman wakes every workload routed for a Service port), reports
 // DoormanRouted naming the one whose route it shares, raises no
-// RoutingFailed, and is decided again within 30 s: once the other's slice
-// goes while it is still paused, it routes the Service itself.
+// RoutingFailed, and is decided again within 30 s and as soon as the other
+// wakes: once the other's slice goes while it is still paused, it routes
+// the Service itself.
 func TestTwoPausedWorkloadsBehindOneServiceShareItsRoute(t *testing.T) {
 	f := newFixture(t)
 	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
@@ -268,6 +269,12 @@ func TestTwoPausedWorkloadsBehindOneServiceShareItsRoute(t *testing.T) {
 	// routes the Service itself at its next decision.
 	_, err = r.Unroute(f.ctx, f.get(stable))
 	f.g.Expect(err).NotTo(HaveOccurred())
+	select {
+	case ev := <-r.kick:
+		f.g.Expect(ev.Object.GetName()).To(Equal("api-canary"), "the one sharing its Service is decided again at once")
+	default:
+		t.Fatal("the canary, behind the same Service, was not decided again once the stable one woke")
+	}
 	after, err = r.Route(f.ctx, f.get(canary), template(true))
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(after).To(BeZero())

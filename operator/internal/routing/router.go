@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -326,8 +327,42 @@ func (r *Router) Unroute(ctx context.Context, mw *napwakev1alpha1.ManagedWorkloa
 		return r.opts.RetryMin, err
 	}
 	r.forget(key)
+	routed := routesOf(mw)
 	cond := plan.NotPaused(meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest))
-	return 0, r.takeDown(ctx, mw, true, cond)
+	if err := r.takeDown(ctx, mw, true, cond); err != nil {
+		return 0, err
+	}
+	return 0, r.kickBehind(ctx, mw, routed)
+}
+
+// kickBehind re-routes, through the routing controller, the other paused
+// workloads routing a Service this awake one routed: its Ready pods may
+// serve that Service now (ServedByOtherPods), and its route, if it was the
+// one they shared, is gone.
+func (r *Router) kickBehind(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, routed []napwakev1alpha1.Route) error {
+	if len(routed) == 0 {
+		return nil
+	}
+	services := map[string]bool{}
+	for _, rt := range routed {
+		services[rt.Service] = true
+	}
+	var list napwakev1alpha1.ManagedWorkloadList
+	if err := r.c.List(ctx, &list, client.InNamespace(mw.Namespace)); err != nil {
+		return fmt.Errorf("listing ManagedWorkloads behind %s's Services: %w", klogKey(mw), err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Name == mw.Name || !routing(other) || !slices.ContainsFunc(routesOf(other), func(rt napwakev1alpha1.Route) bool { return services[rt.Service] }) {
+			continue
+		}
+		select {
+		case r.kick <- event.GenericEvent{Object: other}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Finalize takes routing down for a deleted workload, and is done once its
