@@ -98,8 +98,11 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.doorman = "doorman-" + f.ns
 	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	// On f.g itself: NewWithT copies the defaults when it is made, so the
+	// package-level setters came too late and left the 1 s default, which a
+	// busy CI machine can outlast while every slice is rewritten.
+	f.g.SetDefaultEventuallyTimeout(20 * time.Second)
+	f.g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	return f
 }
 
