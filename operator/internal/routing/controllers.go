@@ -191,11 +191,11 @@ func (r *Router) reconcileDoormen(ctx context.Context, _ reconcile.Request) (rec
 	return reconcile.Result{}, nil
 }
 
-// kickRouted re-routes every pausing or paused workload that want accepts,
-// through the routing controller.
-func (r *Router) kickRouted(ctx context.Context, want func(*napwakev1alpha1.ManagedWorkload) bool) error {
+// kickRouted re-routes every pausing or paused workload (of those opts
+// list) that want accepts, through the routing controller.
+func (r *Router) kickRouted(ctx context.Context, want func(*napwakev1alpha1.ManagedWorkload) bool, opts ...client.ListOption) error {
 	var list napwakev1alpha1.ManagedWorkloadList
-	if err := r.c.List(ctx, &list); err != nil {
+	if err := r.c.List(ctx, &list, opts...); err != nil {
 		return fmt.Errorf("listing ManagedWorkloads to re-route: %w", err)
 	}
 	for i := range list.Items {

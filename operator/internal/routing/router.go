@@ -347,22 +347,9 @@ func (r *Router) kickBehind(ctx context.Context, mw *napwakev1alpha1.ManagedWork
 	for _, rt := range routed {
 		services[rt.Service] = true
 	}
-	var list napwakev1alpha1.ManagedWorkloadList
-	if err := r.c.List(ctx, &list, client.InNamespace(mw.Namespace)); err != nil {
-		return fmt.Errorf("listing ManagedWorkloads behind %s's Services: %w", klogKey(mw), err)
-	}
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.Name == mw.Name || !routing(other) || !slices.ContainsFunc(routesOf(other), func(rt napwakev1alpha1.Route) bool { return services[rt.Service] }) {
-			continue
-		}
-		select {
-		case r.kick <- event.GenericEvent{Object: other}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return r.kickRouted(ctx, func(other *napwakev1alpha1.ManagedWorkload) bool {
+		return other.Name != mw.Name && slices.ContainsFunc(routesOf(other), func(rt napwakev1alpha1.Route) bool { return services[rt.Service] })
+	}, client.InNamespace(mw.Namespace))
 }
 
 // Finalize takes routing down for a deleted workload, and is done once its
