@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -183,12 +184,16 @@ func (s *Server) waitAndPass(ctx context.Context, h *heldConn, release func(), p
 	}
 	var lastDialErr error
 	var retryAt time.Time
+	var failedOn []netip.AddrPort // the endpoints the last dials failed on
 	for {
 		eps, cancelWatch := s.table.Subscribe(key, h.interrupt)
 		cancelFreed := func() {}
 		until := deadline
 		if len(eps) > 0 {
-			if time.Now().Before(retryAt) {
+			// A retry waits out DialRetry, unless the Ready endpoints
+			// changed since: a pod that turned Ready meanwhile is tried
+			// at once.
+			if time.Now().Before(retryAt) && slices.Equal(eps, failedOn) {
 				until = minTime(retryAt, deadline)
 			} else if ok, _ := s.passing.take(s.passingKeys(src)); ok {
 				cancelWatch()
@@ -200,7 +205,7 @@ func (s *Server) waitAndPass(ctx context.Context, h *heldConn, release func(), p
 				if err == nil || errors.Is(err, errCallerLeft) {
 					return
 				}
-				lastDialErr = err
+				lastDialErr, failedOn = err, eps
 				retryAt = time.Now().Add(s.cfg.DialRetry)
 				continue
 			} else {
@@ -245,35 +250,16 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 		s.passing.give(pkeys)
 		s.notifyFreed()
 	}()
-	select {
-	case s.dialling <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	dialled := sync.OnceFunc(func() { <-s.dialling })
-	defer dialled()
-	backend, err := s.dial(ctx, eps)
-	if err != nil {
+	j := &dialJob{ctx: ctx, eps: eps, port: port, h: h, done: make(chan struct{})}
+	if err := s.dialOn(j); err != nil {
 		return err
 	}
-	if !s.track(backend, port) {
-		_ = backend.Close()
-		return errCallerLeft
+	<-j.done
+	if j.err != nil {
+		return j.err
 	}
+	backend := j.backend
 	defer s.untrack(backend)
-	var replay []byte
-	if h != nil {
-		if !h.handOver() {
-			return errCallerLeft // never passed on
-		}
-		replay = h.buf
-	}
-	if len(replay) > 0 {
-		if _, err := backend.Write(replay); err != nil {
-			return fmt.Errorf("replaying held bytes to %s: %w", backend.RemoteAddr(), err)
-		}
-	}
-	dialled()
 	if h != nil {
 		h.releaseBytes()
 	}
@@ -282,6 +268,92 @@ func (s *Server) pass(ctx context.Context, c *net.TCPConn, h *heldConn, port int
 	defer s.metrics.Passing.Dec()
 	s.pipe(ctx, c, backend)
 	return nil
+}
+
+// dialJob is one connection's dial and replay, done by a dialler.
+type dialJob struct {
+	ctx  context.Context
+	eps  []netip.AddrPort
+	port int
+	h    *heldConn // nil: nothing held, nothing to replay
+
+	backend *net.TCPConn // the pod, tracked, the held bytes sent
+	err     error
+	done    chan struct{}
+}
+
+// diallerIdle is how long a dialler with nothing to do waits for more.
+const diallerIdle = 10 * time.Second
+
+// dialOn hands j to an idle dialler, or starts one while fewer than
+// Config.Dialling run. A dialler dials one connection at a time, so at most
+// Dialling dials are in flight. Diallers live on between connections: when
+// a pod turns Ready with hundreds of callers held, a few goroutines whose
+// stacks have already grown to what dialling needs do every dial, instead
+// of each held caller's small waiting stack growing (and the process
+// faulting in fresh stack memory) on the way to its first byte.
+func (s *Server) dialOn(j *dialJob) error {
+	select {
+	case s.dialJobs <- j:
+		return nil
+	default:
+	}
+	select {
+	case s.dialJobs <- j:
+	case s.dialling <- struct{}{}:
+		go s.dialler(j)
+	case <-j.ctx.Done():
+		return j.ctx.Err()
+	}
+	return nil
+}
+
+// dialler runs jobs until it has been idle for diallerIdle.
+func (s *Server) dialler(j *dialJob) {
+	defer func() { <-s.dialling }()
+	idle := time.NewTimer(diallerIdle)
+	defer idle.Stop()
+	for {
+		j.backend, j.err = s.dialAndReplay(j)
+		close(j.done)
+		idle.Reset(diallerIdle)
+		select {
+		case j = <-s.dialJobs:
+		case <-idle.C:
+			return
+		}
+	}
+}
+
+// dialAndReplay connects to one of j's endpoints and sends it the held
+// bytes, byte-exact. The caller is never passed on once it has left.
+func (s *Server) dialAndReplay(j *dialJob) (*net.TCPConn, error) {
+	if err := j.ctx.Err(); err != nil {
+		return nil, err
+	}
+	backend, err := s.dial(j.ctx, j.eps)
+	if err != nil {
+		return nil, err
+	}
+	if !s.track(backend, j.port) {
+		_ = backend.Close()
+		return nil, errCallerLeft
+	}
+	var replay []byte
+	if j.h != nil {
+		if !j.h.handOver() {
+			s.untrack(backend)
+			return nil, errCallerLeft // never passed on
+		}
+		replay = j.h.buf
+	}
+	if len(replay) > 0 {
+		if _, err := backend.Write(replay); err != nil {
+			s.untrack(backend)
+			return nil, fmt.Errorf("replaying held bytes to %s: %w", backend.RemoteAddr(), err)
+		}
+	}
+	return backend, nil
 }
 
 // dial connects to one of eps, in random order, that the dial rules allow.

@@ -315,6 +315,39 @@ func TestAPodNotListeningYetIsRetriedEverySecondUntilMaxWait(t *testing.T) {
 	wait(t, "the replay after retries", func() bool { return string(b.received(0)) == "hello" })
 }
 
+// A caller waiting out the retry after a pod refused goes at once to a pod
+// that turns Ready meanwhile, not a DialRetry later.
+func TestAPodReadyDuringADialRetryIsTriedAtOnce(t *testing.T) {
+	cfg := testConfig()
+	cfg.DialRetry = time.Minute
+	var mu sync.Mutex
+	failed := 0
+	var d net.Dialer
+	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+		c, err := d.DialContext(ctx, "tcp", ap.String())
+		if err != nil {
+			mu.Lock()
+			failed++
+			mu.Unlock()
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	h := newHarness(t, cfg, testWorkload())
+	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, freePort(t)))
+	c := h.dial()
+	_, _ = c.Write([]byte("hello"))
+	// The first dial is the straight pass; the second is the held caller's,
+	// after which it waits out the retry.
+	wait(t, "two failed dials", func() bool { mu.Lock(); defer mu.Unlock(); return failed == 2 })
+	if h.held() != 1 {
+		t.Fatal("a caller whose pod refused was not held for the retry")
+	}
+	b := newBackend(t)
+	h.ready(b)
+	wait(t, "the replay to the pod that turned Ready", func() bool { return string(b.received(0)) == "hello" })
+}
+
 func TestUnreachablePodsUntilMaxWaitFail(t *testing.T) {
 	w := testWorkload()
 	w.MaxWait = 300 * time.Millisecond

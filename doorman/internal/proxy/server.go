@@ -136,7 +136,8 @@ type Server struct {
 	freedSubs map[uint64]func() // called once when a passing place frees
 	nextFreed uint64
 	lastWake  map[string]woken
-	dialling  chan struct{} // a place for each dial in flight
+	dialling  chan struct{} // a place for each dialler
+	dialJobs  chan *dialJob // taken by idle diallers
 }
 
 type portListener struct {
@@ -158,7 +159,7 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 		bytes:     newByteBudget(cfg.Limits.TotalBytes),
 		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
 		freedSubs: map[uint64]func(){}, lastWake: map[string]woken{},
-		dialling: make(chan struct{}, cfg.Dialling),
+		dialling: make(chan struct{}, cfg.Dialling), dialJobs: make(chan *dialJob),
 	}
 }
 

@@ -109,6 +109,7 @@ func wakeTable() error {
 	fmt.Printf("From the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod, in a doorman process of its own. "+
 		"Arrival is the pod socket's receive timestamp (SO_TIMESTAMPNS); read is when the stand-in pod's goroutine read it, which adds the stand-in's own accept loop on the same CPUs. "+
 		"The bare dialer is the peer: a process with one goroutine per caller waiting, each connecting and writing the same request when told, the least any proxy must do. "+
+		"Each process is measured twice: its first wake (a doorman freshly started, whose goroutine stacks, heap and poll descriptors are all still to be faulted in) and a later one in the same process, once the first callers have hung up and as many have been held again (a doorman that has served before). "+
 		"Medians of %d rounds, the two taking turns; CPU is the passing process's CPU time.\n\n", *wakeRounds)
 	fmt.Printf("| held | path | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms | CPU ms |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range strings.Split(*wakeHeld, ",") {
@@ -116,28 +117,29 @@ func wakeTable() error {
 		if err != nil {
 			return fmt.Errorf("-wake-held: %w", err)
 		}
-		var door, bare [5][]float64
+		// doorman and bare dialer, each on its process's first wake and on a later one
+		var got [4][5][]float64
 		add := func(to *[5][]float64, r wakeResult) {
 			for i, d := range []time.Duration{r.arrival[0], r.arrival[1], r.read[0], r.read[1], r.cpu} {
 				to[i] = append(to[i], ms(d))
 			}
 		}
 		for range *wakeRounds {
-			r, err := wakeToFirstByte(n)
+			first, later, err := wakeToFirstByte(n)
 			if err != nil {
 				return err
 			}
-			add(&door, r)
-			if r, err = bareDial(n); err != nil {
+			add(&got[0], first)
+			add(&got[1], later)
+			if first, later, err = bareDial(n); err != nil {
 				return err
 			}
-			add(&bare, r)
+			add(&got[2], first)
+			add(&got[3], later)
 		}
-		for _, row := range []struct {
-			name string
-			v    [5][]float64
-		}{{"doorman", door}, {"bare dialer", bare}} {
-			fmt.Printf("| %d | %s | %.2f | %s | %.2f | %s | %.1f |\n", n, row.name, median(row.v[0]), spread(row.v[1], "%.2f"), median(row.v[2]), spread(row.v[3], "%.2f"), median(row.v[4]))
+		for i, name := range []string{"doorman, first wake", "doorman, later wake", "bare dialer, first", "bare dialer, later"} {
+			v := got[i]
+			fmt.Printf("| %d | %s | %.2f | %s | %.2f | %s | %.1f |\n", n, name, median(v[0]), spread(v[1], "%.2f"), median(v[2]), spread(v[3], "%.2f"), median(v[4]))
 		}
 	}
 	return nil
@@ -435,6 +437,9 @@ func runChild(ctx context.Context, mode string) error {
 				_ = prof.Close()
 			}
 			fmt.Printf("CPU %d\n", cpuTime()-cpu0)
+		case "unready":
+			table.SetEndpoints(r.Key(), nil)
+			fmt.Println("UNREADY")
 		case "ready":
 			if path := os.Getenv("NAPWAKE_BENCH_CPUPROFILE"); path != "" && kind == "wake" {
 				if prof, err = os.Create(path); err == nil {
@@ -621,52 +626,74 @@ func cpuTime() time.Duration {
 // holdOnChild starts a doorman process in mode and holds n connections
 // on it, each having sent req. The caller stops the process and closes
 // the connections with the returned func.
-func holdOnChild(mode string, n int, req []byte) (*childProc, func(), error) {
+func holdOnChild(mode string, n int, req []byte) (*childProc, *heldSet, error) {
 	ch, err := startChild(mode)
 	if err != nil {
 		return nil, nil, err
 	}
-	conns := make([]net.Conn, 0, n)
-	done := func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		ch.stop()
-	}
 	line, err := ch.line()
 	if err != nil {
-		done()
+		ch.stop()
 		return nil, nil, err
 	}
-	target := strings.TrimPrefix(line, "LISTEN ")
+	hs := &heldSet{ch: ch, target: strings.TrimPrefix(line, "LISTEN ")}
+	if err := hs.hold(n, req); err != nil {
+		hs.done()
+		return nil, nil, err
+	}
+	return ch, hs, nil
+}
+
+// heldSet is the callers held on a doorman child.
+type heldSet struct {
+	ch     *childProc
+	target string
+	conns  []net.Conn
+}
+
+// hold connects n callers, each sending req, and waits until the doorman
+// holds them all.
+func (hs *heldSet) hold(n int, req []byte) error {
 	for range n {
-		c, err := net.Dial("tcp", target)
+		c, err := net.Dial("tcp", hs.target)
 		if err == nil {
-			conns = append(conns, c)
+			hs.conns = append(hs.conns, c)
 			_, err = c.Write(req)
 		}
 		if err != nil {
-			done()
-			return nil, nil, fmt.Errorf("holding connection %d: %w", len(conns)+1, err)
+			return fmt.Errorf("holding connection %d: %w", len(hs.conns)+1, err)
 		}
 	}
-	ch.send("held? " + strconv.Itoa(n))
-	if l, err := ch.line(); err != nil || l != "HELD "+strconv.Itoa(n) {
-		done()
-		return nil, nil, fmt.Errorf("holding %d connections: %q %v", n, l, err)
+	hs.ch.send("held? " + strconv.Itoa(n))
+	if l, err := hs.ch.line(); err != nil || l != "HELD "+strconv.Itoa(n) {
+		return fmt.Errorf("holding %d connections: %q %v", n, l, err)
 	}
-	return ch, done, nil
+	return nil
+}
+
+// hangUp closes the callers.
+func (hs *heldSet) hangUp() {
+	for _, c := range hs.conns {
+		_ = c.Close()
+	}
+	hs.conns = nil
+}
+
+// done closes the callers and stops the child.
+func (hs *heldSet) done() {
+	hs.hangUp()
+	hs.ch.stop()
 }
 
 // heldMemory holds n connections (each sent an ordinary request) on a
 // doorman in its own process and reports its memory per held connection.
 func heldMemory(_ context.Context, n int) error {
 	req := []byte("GET /api/items?page=2 HTTP/1.1\r\nHost: api.preview-42.svc\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
-	ch, done, err := holdOnChild("hold", n, req)
+	ch, hs, err := holdOnChild("hold", n, req)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer hs.done()
 	ch.send("mem")
 	l, err := ch.line()
 	if err != nil {
@@ -728,30 +755,50 @@ type wakeResult struct {
 
 // wakeToFirstByte holds n callers on a doorman in its own process, then
 // marks the pod Ready there and measures until each caller's first byte
-// reaches the pod.
-func wakeToFirstByte(n int) (wakeResult, error) {
-	ch, done, err := holdOnChild("wake", n, []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"))
+// reaches the pod: the process's first wake. Then it does it again in the
+// same process, as in a doorman that has passed callers on before (its
+// goroutine stacks, heap and poll descriptors in use already).
+func wakeToFirstByte(n int) (first, later wakeResult, err error) {
+	req := []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n")
+	ch, hs, err := holdOnChild("wake", n, req)
 	if err != nil {
-		return wakeResult{}, err
+		return first, later, err
 	}
-	defer done()
-	return firstBytes(ch, n)
+	defer hs.done()
+	if first, err = firstBytes(ch, n); err != nil {
+		return first, later, err
+	}
+	hs.hangUp()
+	ch.send("unready")
+	if l, err := ch.line(); err != nil || l != "UNREADY" {
+		return first, later, fmt.Errorf("no pod Ready again: %q %v", l, err)
+	}
+	if err := hs.hold(n, req); err != nil {
+		return first, later, err
+	}
+	later, err = firstBytes(ch, n)
+	return first, later, err
 }
 
 // bareDial is the peer of wakeToFirstByte: a process of its own with n
 // goroutines waiting, each of which connects and writes the same request
 // when told the pod's address: the least any proxy passing n held callers
-// on must do.
-func bareDial(n int) (wakeResult, error) {
+// on must do. It too runs twice in one process.
+func bareDial(n int) (first, later wakeResult, err error) {
 	ch, err := startChild("bare=" + strconv.Itoa(n))
 	if err != nil {
-		return wakeResult{}, err
+		return first, later, err
 	}
 	defer ch.stop()
 	if l, err := ch.line(); err != nil || l != "READY" {
-		return wakeResult{}, fmt.Errorf("starting the bare dialer: %q %v", l, err)
+		return first, later, fmt.Errorf("starting the bare dialer: %q %v", l, err)
 	}
-	return firstBytes(ch, n)
+	if first, err = firstBytes(ch, n); err != nil {
+		return first, later, err
+	}
+	ch.send("rearm")
+	later, err = firstBytes(ch, n)
+	return first, later, err
 }
 
 // firstBytes tells ch a pod is Ready at a fresh stand-in pod and times
@@ -794,30 +841,42 @@ func firstBytes(ch *childProc, n int) (wakeResult, error) {
 // runBare is the bare dialer's side (see bareDial).
 func runBare(n int) error {
 	req := []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n")
-	start := make(chan netip.AddrPort)
+	var start chan netip.AddrPort
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
 	var d net.Dialer
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ap, ok := <-start
-			if !ok {
-				return
-			}
-			c, err := d.DialContext(context.Background(), "tcp", ap.String())
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bare dialer:", err)
-				return
-			}
-			_, _ = c.Write(req)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}()
+	arm := func() {
+		start = make(chan netip.AddrPort)
+		for range n {
+			wg.Add(1)
+			go func(start chan netip.AddrPort) {
+				defer wg.Done()
+				ap, ok := <-start
+				if !ok {
+					return
+				}
+				c, err := d.DialContext(context.Background(), "tcp", ap.String())
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "bare dialer:", err)
+					return
+				}
+				_, _ = c.Write(req)
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}(start)
+		}
 	}
+	hangUp := func() {
+		close(start)
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		conns = nil
+	}
+	arm()
 	fmt.Println("READY")
 	var cpu0 time.Duration
 	in := bufio.NewScanner(os.Stdin)
@@ -838,12 +897,11 @@ func runBare(n int) error {
 		case "cpu":
 			wg.Wait()
 			fmt.Printf("CPU %d\n", cpuTime()-cpu0)
+		case "rearm": // hang up and wait again, in the same process
+			hangUp()
+			arm()
 		}
 	}
-	close(start)
-	wg.Wait()
-	for _, c := range conns {
-		_ = c.Close()
-	}
+	hangUp()
 	return nil
 }
