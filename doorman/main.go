@@ -126,6 +126,7 @@ func runUntil(stop context.Context, args []string) error {
 		Rules:         addr.Rules{Self: cfg.PodIPs},
 		ExtraAgents:   cfg.Agents(),
 		Limits:        proxy.DefaultLimits(),
+		SocketBuffer:  socketBuffer(cfg.PassSocketBuffer),
 	}, table, hooks, m)
 	watcher := kube.NewWatcher(cache, table, srv, addr.Rules{Self: cfg.PodIPs})
 
@@ -198,4 +199,13 @@ func metricsMux(m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
 	return mux
+}
+
+// socketBuffer maps --pass-socket-buffer to proxy.Config.SocketBuffer,
+// where 0 takes the default and a negative value the kernel's autotuning.
+func socketBuffer(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

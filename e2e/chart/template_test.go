@@ -309,6 +309,19 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			},
 		},
 		{
+			name: "doorman.passSocketBufferBytes reaches --pass-socket-buffer, 512 KiB unless set",
+			check: func(t *testing.T, objs objects) {
+				wantFlag(t, container(t, objs.deployment(t, doormanName)), "pass-socket-buffer", "524288")
+			},
+		},
+		{
+			name: "doorman.passSocketBufferBytes 0 leaves the buffers to the kernel",
+			args: []string{"--set", "doorman.passSocketBufferBytes=0"},
+			check: func(t *testing.T, objs objects) {
+				wantFlag(t, container(t, objs.deployment(t, doormanName)), "pass-socket-buffer", "0")
+			},
+		},
+		{
 			name: "the port caps reach the operator",
 			args: []string{"--set", "doorman.portsPerWorkload=8", "--set", "doorman.portsPerNamespace=64"},
 			check: func(t *testing.T, objs objects) {
@@ -710,6 +723,7 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		{"a tag with a colon", []string{"--set", "operator.image.tag=a:b"}, []string{"operator/image/tag"}},
 		{"an unknown value (a typo)", []string{"--set", "doorman.healthCheckUserAgent=x"}, []string{"healthCheckUserAgent"}},
 		{"a port cap of zero", []string{"--set", "doorman.portsPerWorkload=0"}, []string{"doorman/portsPerWorkload"}},
+		{"a socket buffer too small to carry anything", []string{"--set", "doorman.passSocketBufferBytes=100"}, []string{"doorman/passSocketBufferBytes"}},
 		{"a user agent with a comma", []string{"--set-json", `doorman.healthCheckUserAgents=["a,b"]`}, []string{"doorman/healthCheckUserAgents/0"}},
 		{"a pull policy of the wrong case", []string{"--set", "operator.image.pullPolicy=ifnotpresent"}, []string{"operator/image/pullPolicy"}},
 		{"an ingressFrom peer that is no peer", []string{"--set", "networkPolicy.enabled=true", "--set-json", `doorman.networkPolicy.ingressFrom=[{"namespace":"x"}]`}, []string{"doorman/networkPolicy/ingressFrom/0"}},

@@ -13,6 +13,13 @@ import (
 	"napwake.dev/shared/logging"
 )
 
+// The bounds of --pass-socket-buffer: below 4 KiB a connection crawls;
+// above 64 MiB one caller could pin a doorman's memory.
+const (
+	minSocketBuffer = 4 << 10
+	maxSocketBuffer = 64 << 20
+)
+
 // Config is everything the doorman is told at start.
 type Config struct {
 	// MetricsBindAddress serves Prometheus /metrics over plain HTTP (":8443").
@@ -25,6 +32,10 @@ type Config struct {
 	WakeKeySecret string
 	// ListenAddress is the address doorman ports listen on ("" = all).
 	ListenAddress string
+	// PassSocketBuffer caps the kernel socket buffers of a passed-through
+	// connection, each way, in bytes (524288); 0 leaves them to the
+	// kernel's autotuning.
+	PassSocketBuffer int
 	// Version prints the version and exits.
 	Version bool
 	// Logging are --log-format and --log-level.
@@ -42,6 +53,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HealthCheckUserAgents, "health-check-user-agents", "", "comma-separated User-Agent prefixes of your own health checkers, answered 503 without waking")
 	fs.StringVar(&c.WakeKeySecret, "wake-key-secret", "napwake-doorman-wake-key", "name of the wake-key Secret in the doorman's namespace")
 	fs.StringVar(&c.ListenAddress, "listen-address", "", `address doorman ports listen on; "" is all`)
+	fs.IntVar(&c.PassSocketBuffer, "pass-socket-buffer", 512<<10, "bytes each kernel socket buffer of a passed-through connection may hold, each way; 0 leaves them to the kernel's autotuning")
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	c.Logging.BindFlags(fs)
 }
@@ -95,6 +107,9 @@ func (c *Config) Validate() error {
 		if len(a) < 3 {
 			errs = append(errs, fmt.Errorf("--health-check-user-agents: prefix %q is too short: it would match nearly every caller", a))
 		}
+	}
+	if b := c.PassSocketBuffer; b != 0 && (b < minSocketBuffer || b > maxSocketBuffer) {
+		errs = append(errs, fmt.Errorf("--pass-socket-buffer %d: want 0 (the kernel's autotuning) or %d to %d bytes", b, minSocketBuffer, maxSocketBuffer))
 	}
 	if c.WakeKeySecret == "" {
 		errs = append(errs, errors.New("--wake-key-secret must not be empty"))

@@ -21,7 +21,8 @@ func parse(t *testing.T, args ...string) *Config {
 
 func TestDefaultsAreTheContractsAndValid(t *testing.T) {
 	c := parse(t)
-	if c.MetricsBindAddress != ":8443" || c.HealthProbeBindAddress != ":8081" || c.WakeKeySecret != "napwake-doorman-wake-key" || c.ListenAddress != "" {
+	if c.MetricsBindAddress != ":8443" || c.HealthProbeBindAddress != ":8081" || c.WakeKeySecret != "napwake-doorman-wake-key" || c.ListenAddress != "" ||
+		c.PassSocketBuffer != 512<<10 {
 		t.Fatalf("defaults %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -46,10 +47,21 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		{[]string{"--health-check-user-agents", "M"}, "too short"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--wake-key-secret", ""}, "--wake-key-secret"},
+		{[]string{"--pass-socket-buffer", "4095"}, "--pass-socket-buffer 4095"},
+		{[]string{"--pass-socket-buffer", "67108865"}, "--pass-socket-buffer 67108865"},
+		{[]string{"--pass-socket-buffer", "-1"}, "--pass-socket-buffer -1"},
 	} {
 		err := parse(t, tc.args...).Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestPassSocketBufferBounds(t *testing.T) {
+	for _, v := range []string{"0", "4096", "67108864"} {
+		if err := parse(t, "--pass-socket-buffer", v).Validate(); err != nil {
+			t.Errorf("--pass-socket-buffer %s: %v", v, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // When a pod turns Ready with callers held, at most Config.Dialling dials
@@ -106,4 +110,68 @@ func openPipes(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// Once a passed connection carries bytes, the kernel buffers they go
+// through in the doorman are capped at Config.SocketBuffer each way (the
+// kernel reports double); a negative SocketBuffer leaves them to the
+// kernel's autotuning.
+func TestAPassedConnectionsSocketBuffersAreCapped(t *testing.T) {
+	const capped = 48 << 10 // neither the kernel's default receive nor send buffer
+	for _, tc := range []struct {
+		name string
+		buf  int
+		want bool
+	}{{"capped", capped, true}, {"autotuned", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.SocketBuffer = tc.buf
+			w := testWorkload()
+			w.Phase = "Resuming"
+			h := newHarness(t, cfg, w)
+			b := newBackend(t)
+			b.set(nil, true)
+			h.ready(b)
+			c := h.dial()
+			_, _ = c.Write([]byte("ping"))
+			got := make([]byte, 4)
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping" {
+				t.Fatalf("echo %q %v", got, err)
+			}
+			// Both halves have copied: each of the doorman's two sockets
+			// had its receive buffer (as src) and send buffer (as dst) set.
+			h.srv.mu.Lock()
+			var socks []*net.TCPConn
+			for s := range h.srv.conns {
+				socks = append(socks, s)
+			}
+			h.srv.mu.Unlock()
+			if len(socks) != 2 {
+				t.Fatalf("%d tracked sockets, want the caller's and the pod's", len(socks))
+			}
+			for _, s := range socks {
+				rcv, snd := sockBuffers(t, s)
+				if capped := rcv == 2*capped && snd == 2*capped; capped != tc.want {
+					t.Errorf("SO_RCVBUF %d SO_SNDBUF %d with SocketBuffer %d", rcv, snd, tc.buf)
+				}
+			}
+		})
+	}
+}
+
+func sockBuffers(t *testing.T, c *net.TCPConn) (rcv, snd int) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e1, e2 error
+	if err := rc.Control(func(fd uintptr) {
+		rcv, e1 = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		snd, e2 = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
+	}); err != nil || e1 != nil || e2 != nil {
+		t.Fatal(err, e1, e2)
+	}
+	return rcv, snd
 }

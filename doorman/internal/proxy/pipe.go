@@ -42,8 +42,9 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 		mu.Unlock()
 	}()
 	done := make(chan struct{})
-	go func() { defer close(done); copyHalf(pod, caller, closeBoth) }()
-	copyHalf(caller, pod, closeBoth)
+	buf := s.cfg.SocketBuffer
+	go func() { defer close(done); copyHalf(pod, caller, buf, closeBoth) }()
+	copyHalf(caller, pod, buf, closeBoth)
 	<-done
 	closeBoth()
 }
@@ -54,10 +55,23 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 // and a connection that has not spoken yet (as most callers, once their
 // request is replayed, wait for the answer) should not hold one, nor make
 // one while hundreds of held callers are being passed on at once.
-func copyHalf(dst, src *net.TCPConn, closeBoth func()) {
+//
+// Once src speaks, the kernel buffers this direction goes through (src's
+// receive buffer, dst's send buffer) are capped at buf bytes when buf > 0.
+// Splice passes the sender's own pages on without copying them, so what
+// is in flight stays in memory until the receiver copies it out; with the
+// kernel's autotuned buffers (megabytes each) the receiver reads it long
+// after it left the caches. Capped, the data in flight stays small and
+// warm: over veth, 1.5x HAProxy's bytes instead of 1.25x with one stream,
+// and 1.5x instead of 1.06x with eight (docs/bench/doorman.md).
+func copyHalf(dst, src *net.TCPConn, buf int, closeBoth func()) {
 	if err := waitReadable(src); err != nil {
 		closeBoth()
 		return
+	}
+	if buf > 0 {
+		_ = src.SetReadBuffer(buf)
+		_ = dst.SetWriteBuffer(buf)
 	}
 	if _, err := io.Copy(dst, src); err != nil {
 		closeBoth()

@@ -61,6 +61,11 @@ type Config struct {
 	DialTimeout time.Duration
 	// WakeRetry between wakes refused by a rate limit or failed (2 s).
 	WakeRetry time.Duration
+	// SocketBuffer caps the kernel buffers a passed-through connection's
+	// bytes go through, each way, once it carries any (512 KiB; the kernel
+	// counts double for its bookkeeping). Negative leaves them to the
+	// kernel's autotuning.
+	SocketBuffer int
 	// IdleTimeout of a passed-through connection carrying nothing (10 min).
 	IdleTimeout time.Duration
 	// Drain: passing connections of a removed route close after this (5 min).
@@ -89,6 +94,9 @@ func (c *Config) defaults() {
 	def(&c.DialRetry, time.Second)
 	def(&c.DialTimeout, 2*time.Second)
 	def(&c.WakeRetry, 2*time.Second)
+	if c.SocketBuffer == 0 {
+		c.SocketBuffer = DefaultSocketBuffer
+	}
 	def(&c.IdleTimeout, 10*time.Minute)
 	def(&c.Drain, 5*time.Minute)
 	def(&c.Linger, 30*time.Second)
@@ -113,6 +121,9 @@ func (c *Config) defaults() {
 		c.Clock = clock.RealClock{}
 	}
 }
+
+// DefaultSocketBuffer is Config.SocketBuffer's default.
+const DefaultSocketBuffer = 512 << 10
 
 // Server serves every doorman port.
 type Server struct {
