@@ -105,17 +105,7 @@ func (c *Config) defaults() {
 		c.Limits = DefaultLimits()
 	}
 	if c.Dial == nil {
-		// Not Dialer.DialTCP: given the zero local address it still binds
-		// before connecting, and a bind picks its port the slow way, which
-		// cost 90% of passing 256 held callers on at once.
-		d := net.Dialer{Timeout: c.DialTimeout}
-		c.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
-			conn, err := d.DialContext(ctx, "tcp", ap.String())
-			if err != nil {
-				return nil, err
-			}
-			return conn.(*net.TCPConn), nil
-		}
+		c.Dial = syncDialer(c.DialTimeout)
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

@@ -1,0 +1,62 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The default dial connects synchronously, then hands back a socket the
+// netpoller can wait on: non-blocking, so a read deadline still ends a read.
+func TestTheDefaultDialHandsBackANonBlockingSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dial := syncDialer(time.Second)
+	c, err := dial(context.Background(), netip.MustParseAddrPort(ln.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	if err := control(rc, func(fd int) (err error) { flags, err = unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		t.Fatal("the dialled socket was left blocking")
+	}
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read on a quiet connection: %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the read deadline ended the read after %v", d)
+	}
+}
+
+// A port nobody listens on is refused at once, not after the dial timeout.
+func TestTheDefaultDialReportsARefusal(t *testing.T) {
+	ap := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(freePort(t)))
+	start := time.Now()
+	_, err := syncDialer(5*time.Second)(context.Background(), ap)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial to a closed port: %v, want ECONNREFUSED", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("refused after %v", d)
+	}
+}
