@@ -288,26 +288,14 @@ func TestHeldPastMaxWaitIsClosedAndReported(t *testing.T) {
 
 func TestAPodNotListeningYetIsRetriedEverySecondUntilMaxWait(t *testing.T) {
 	cfg := testConfig()
-	var mu sync.Mutex
-	failed := 0
-	var d net.Dialer
-	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
-		c, err := d.DialContext(ctx, "tcp", ap.String())
-		if err != nil {
-			mu.Lock()
-			failed++
-			mu.Unlock()
-			return nil, err
-		}
-		return c.(*net.TCPConn), nil
-	}
+	failed := countFailedDials(&cfg)
 	h := newHarness(t, cfg, testWorkload())
 	port := freePort(t)
 	ap := netipAddrPort(t, port)
 	h.table.SetEndpoints(h.route.Key(), ap)
 	c := h.dial()
 	_, _ = c.Write([]byte("hello"))
-	wait(t, "two failed dials", func() bool { mu.Lock(); defer mu.Unlock(); return failed >= 2 })
+	wait(t, "two failed dials", func() bool { return failed() >= 2 })
 	if h.wakes(metrics.ResultWoken) != 0 || h.held() != 1 {
 		t.Fatal("a caller whose pod refused was not held for the retry")
 	}
@@ -320,32 +308,38 @@ func TestAPodNotListeningYetIsRetriedEverySecondUntilMaxWait(t *testing.T) {
 func TestAPodReadyDuringADialRetryIsTriedAtOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.DialRetry = time.Minute
-	var mu sync.Mutex
-	failed := 0
-	var d net.Dialer
-	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
-		c, err := d.DialContext(ctx, "tcp", ap.String())
-		if err != nil {
-			mu.Lock()
-			failed++
-			mu.Unlock()
-			return nil, err
-		}
-		return c.(*net.TCPConn), nil
-	}
+	failed := countFailedDials(&cfg)
 	h := newHarness(t, cfg, testWorkload())
 	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, freePort(t)))
 	c := h.dial()
 	_, _ = c.Write([]byte("hello"))
 	// The first dial is the straight pass; the second is the held caller's,
 	// after which it waits out the retry.
-	wait(t, "two failed dials", func() bool { mu.Lock(); defer mu.Unlock(); return failed == 2 })
+	wait(t, "two failed dials", func() bool { return failed() == 2 })
 	if h.held() != 1 {
 		t.Fatal("a caller whose pod refused was not held for the retry")
 	}
 	b := newBackend(t)
 	h.ready(b)
 	wait(t, "the replay to the pod that turned Ready", func() bool { return string(b.received(0)) == "hello" })
+}
+
+// countFailedDials makes cfg dial plainly, counting the dials that fail.
+func countFailedDials(cfg *Config) (failed func() int) {
+	var mu sync.Mutex
+	n := 0
+	var d net.Dialer
+	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+		c, err := d.DialContext(ctx, "tcp", ap.String())
+		if err != nil {
+			mu.Lock()
+			n++
+			mu.Unlock()
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	return func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
 func TestUnreachablePodsUntilMaxWaitFail(t *testing.T) {
