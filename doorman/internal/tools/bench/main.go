@@ -159,16 +159,13 @@ func passThrough(ctx context.Context) error {
 		return err
 	}
 
-	doorSink, stopA, err := doorman(ctx, sink.Addr().String())
+	// One doorman process serves both, as one HAProxy process does.
+	door, stopDoor, err := doorman(ctx, sink.Addr().String(), echo.Addr().String())
 	if err != nil {
 		return err
 	}
-	defer stopA()
-	doorEcho, stopB, err := doorman(ctx, echo.Addr().String())
-	if err != nil {
-		return err
-	}
-	defer stopB()
+	defer stopDoor()
+	doorSink, doorEcho := door[0], door[1]
 	haSink, haEcho, stopHA, err := startHAProxy(sink.Addr().String(), echo.Addr().String())
 	if err != nil {
 		return err
@@ -321,17 +318,17 @@ func serveEcho(c net.Conn) { defer c.Close(); _, _ = io.Copy(c, c) }
 
 // doorman starts a doorman in a child process, as HAProxy is one, whose
 // one route passes to backend (Ready at once).
-func doorman(_ context.Context, backend string) (string, func(), error) {
-	ch, err := startChild("pass=" + backend)
+func doorman(_ context.Context, backends ...string) ([]string, func(), error) {
+	ch, err := startChild("pass=" + strings.Join(backends, ","))
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	line, err := ch.line()
 	if err != nil {
 		ch.stop()
-		return "", nil, err
+		return nil, nil, err
 	}
-	return strings.TrimPrefix(line, "LISTEN "), ch.stop, nil
+	return strings.Fields(strings.TrimPrefix(line, "LISTEN ")), ch.stop, nil
 }
 
 // childProc is this program run with -child, talking line by line.
@@ -399,21 +396,34 @@ func runChild(ctx context.Context, mode string) error {
 	m := metrics.New()
 	srv := proxy.New(proxy.Config{ListenAddress: *proxyIP, Rules: addr.Rules{AllowLoopback: true}, Limits: oneSourceLimits()}, table, nopHooks{}, m)
 	srv.Start(ctx)
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	phase := "Resuming" // already waking: no wake patches
-	r := proxy.Route{DoormanPort: port, Service: "b", PortName: "p", Workload: proxy.Workload{Namespace: "n", Name: "w", Phase: phase, MaxWait: time.Hour}}
+	// One route, or for pass one route per backend (comma-separated), all
+	// in this one process, as HAProxy serves all of its frontends.
+	backends := []string{""}
 	if kind == "pass" {
-		table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(arg)})
+		backends = strings.Split(arg, ",")
 	}
-	if f := srv.SetRoutes([]proxy.Route{r}); len(f) > 0 {
+	var routes []proxy.Route
+	var listen []string
+	for i, be := range backends {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		phase := "Resuming" // already waking: no wake patches
+		r := proxy.Route{DoormanPort: port, Service: "b" + strconv.Itoa(i), PortName: "p", Workload: proxy.Workload{Namespace: "n", Name: "w" + strconv.Itoa(i), Phase: phase, MaxWait: time.Hour}}
+		if be != "" {
+			table.SetEndpoints(r.Key(), []netip.AddrPort{netip.MustParseAddrPort(be)})
+		}
+		routes = append(routes, r)
+		listen = append(listen, net.JoinHostPort(*proxyIP, strconv.Itoa(port)))
+	}
+	if f := srv.SetRoutes(routes); len(f) > 0 {
 		return fmt.Errorf("listening: %v", f)
 	}
+	r := routes[0]
 	heap0, stacks0 := goMem()
 	rss0 := rss()
-	fmt.Printf("LISTEN %s\n", net.JoinHostPort(*proxyIP, strconv.Itoa(port)))
+	fmt.Printf("LISTEN %s\n", strings.Join(listen, " "))
 	var cpu0 time.Duration
 	var prof *os.File
 	in := bufio.NewScanner(os.Stdin)
@@ -442,7 +452,8 @@ func runChild(ctx context.Context, mode string) error {
 			fmt.Println("UNREADY")
 		case "ready":
 			if path := os.Getenv("NAPWAKE_BENCH_CPUPROFILE"); path != "" && kind == "wake" {
-				if prof, err = os.Create(path); err == nil {
+				if f, err := os.Create(path); err == nil {
+					prof = f
 					runtime.SetCPUProfileRate(5000) // the wake lasts milliseconds: sample every 200 µs
 					_ = pprof.StartCPUProfile(prof)
 				}
