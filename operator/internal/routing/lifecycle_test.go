@@ -283,4 +283,37 @@ func TestTwoPausedWorkloadsBehindOneServiceShareItsRoute(t *testing.T) {
 	f.g.Expect(s.Labels[napwakev1alpha1.LabelWorkload]).To(Equal("api-canary"))
 	f.g.Expect(*s.Ports[0].Port).To(Equal(routes[0].DoormanPort))
 	f.g.Expect(wakeOnRequest(f.get(canary)).Message).NotTo(ContainSubstring("shared"))
+
+	// The awake workload's Ready pods reach the Service's own EndpointSlice
+	// only after that first decision; 30 s after the wake the canary is
+	// decided again, finds them and takes its slice down.
+	select {
+	case ev := <-r.kick:
+		t.Fatalf("%s decided again before the 30 s", ev.Object.GetName())
+	default:
+	}
+	f.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api-woken", Namespace: f.ns, Labels: map[string]string{"app": "api", "track": "canary"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
+	f.create(&discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-abcde", Namespace: f.ns, Labels: map[string]string{
+			"kubernetes.io/service-name": "api", "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.2.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "api-woken"}}},
+	})
+	f.clock.Step(30 * time.Second)
+	var again string
+	f.g.Eventually(func() string {
+		select {
+		case ev := <-r.kick:
+			again = ev.Object.GetName()
+		default:
+		}
+		return again
+	}).Should(Equal("api-canary"), "the canary is decided again 30 s after the other woke")
+	after, err = r.Route(f.ctx, f.get(canary), template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(wakeOnRequest(f.get(canary)).Reason).To(Equal(napwakev1alpha1.ReasonServedByOtherPods))
+	f.g.Expect(after).To(Equal(30 * time.Second))
+	f.g.Expect(f.slices()).To(BeEmpty(), "no doorman slice while the woken pods serve the Service")
 }

@@ -338,7 +338,10 @@ func (r *Router) Unroute(ctx context.Context, mw *napwakev1alpha1.ManagedWorkloa
 // kickBehind re-routes, through the routing controller, the other paused
 // workloads routing a Service this awake one routed: its Ready pods may
 // serve that Service now (ServedByOtherPods), and its route, if it was the
-// one they shared, is gone.
+// one they shared, is gone. It does so at once and again RedecideAfter
+// later: the Service's own EndpointSlices, which the decision reads, may
+// not show the awake pods yet at once, and a workload that took the
+// Service's route over then would keep it while those pods serve it.
 func (r *Router) kickBehind(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, routed []napwakev1alpha1.Route) error {
 	if len(routed) == 0 {
 		return nil
@@ -347,9 +350,27 @@ func (r *Router) kickBehind(ctx context.Context, mw *napwakev1alpha1.ManagedWork
 	for _, rt := range routed {
 		services[rt.Service] = true
 	}
-	return r.kickRouted(ctx, func(other *napwakev1alpha1.ManagedWorkload) bool {
-		return other.Name != mw.Name && slices.ContainsFunc(routesOf(other), func(rt napwakev1alpha1.Route) bool { return services[rt.Service] })
-	}, client.InNamespace(mw.Namespace))
+	kick := func(ctx context.Context) error {
+		return r.kickRouted(ctx, func(other *napwakev1alpha1.ManagedWorkload) bool {
+			return other.Name != mw.Name && slices.ContainsFunc(routesOf(other), func(rt napwakev1alpha1.Route) bool { return services[rt.Service] })
+		}, client.InNamespace(mw.Namespace))
+	}
+	afterFunc(r.clock, r.opts.RedecideAfter, func() {
+		if err := kick(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "Re-routing the workloads behind an awake one's Services", "managedWorkload", klogKey(mw))
+		}
+	})
+	return kick(ctx)
+}
+
+// afterFunc runs f after d on clk when clk can (the real clock and the
+// tests' fake one both can), else on the real clock.
+func afterFunc(clk clock.PassiveClock, d time.Duration, f func()) {
+	if c, ok := clk.(clock.WithDelayedExecution); ok {
+		c.AfterFunc(d, f)
+		return
+	}
+	time.AfterFunc(d, f)
 }
 
 // Finalize takes routing down for a deleted workload, and is done once its
