@@ -327,7 +327,7 @@ func (s *Server) dialler(j *dialJob) {
 
 // dialAndReplay connects to one of j's endpoints and sends it the held
 // bytes, byte-exact. The caller is never passed on once it has left.
-func (s *Server) dialAndReplay(j *dialJob) (*net.TCPConn, error) {
+func (s *Server) dialAndReplay(j *dialJob) (_ *net.TCPConn, err error) {
 	if err := j.ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -339,17 +339,19 @@ func (s *Server) dialAndReplay(j *dialJob) (*net.TCPConn, error) {
 		_ = backend.Close()
 		return nil, errCallerLeft
 	}
-	var replay []byte
-	if j.h != nil {
-		if !j.h.handOver() {
+	defer func() {
+		if err != nil {
 			s.untrack(backend)
-			return nil, errCallerLeft // never passed on
 		}
-		replay = j.h.buf
+	}()
+	if j.h == nil {
+		return backend, nil
 	}
-	if len(replay) > 0 {
-		if _, err := backend.Write(replay); err != nil {
-			s.untrack(backend)
+	if !j.h.handOver() {
+		return nil, errCallerLeft // never passed on
+	}
+	if len(j.h.buf) > 0 {
+		if _, err := backend.Write(j.h.buf); err != nil {
 			return nil, fmt.Errorf("replaying held bytes to %s: %w", backend.RemoteAddr(), err)
 		}
 	}
