@@ -93,7 +93,7 @@ ulimit -n 16384 2>/dev/null || true
 	echo
 	echo "## Wake to first byte through the watch"
 	echo
-	echo "From the Service's own EndpointSlice create call returning, on a real kube-apiserver and etcd (envtest, on this machine too),"
+	echo "From the moment the test makes the create call for the Service's own EndpointSlice (the call itself counts), on a real kube-apiserver and etcd (envtest, on this machine too),"
 	echo "through the doorman's informers, to each held caller's first byte at the pod: its arrival at the pod's socket and its reading by the stand-in pod."
 	echo
 	echo "| held | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms |"

@@ -9,6 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"napwake.dev/doorman/internal/fdtable"
 )
 
 func (s *Server) bytesFree() int {
@@ -169,4 +173,27 @@ func TestStopServesThenRefusesThenCloses(t *testing.T) {
 		t.Fatalf("open connection not closed after the finish period: %v", err)
 	}
 	_ = context.Background()
+}
+
+// A started doorman's descriptor table already holds every descriptor its
+// caps allow, so no wake waits for the table to grow (package fdtable).
+func TestStartGrowsTheDescriptorTableForTheCaps(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.Held, cfg.Limits.Passing = 4096, 2048 // past what any other test opens
+	want := cfg.Limits.descriptors()
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	if rl.Cur < uint64(want) {
+		t.Skipf("RLIMIT_NOFILE %d is below the %d descriptors the caps can use", rl.Cur, want)
+	}
+	newHarness(t, cfg, testWorkload())
+	got, err := fdtable.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got < want {
+		t.Errorf("descriptor table holds %d after Start, want at least %d (Held %d + 2 × Passing %d + 1024)", got, want, cfg.Limits.Held, cfg.Limits.Passing)
+	}
 }

@@ -29,6 +29,12 @@ type Limits struct {
 	FreeBytes, ConnBytes, TotalBytes int
 }
 
+// descriptors is how many descriptors the doorman may have open at once
+// within these caps: one for each held caller, two for each passing
+// connection (the caller's and the pod's), and room for the listeners and
+// the doorman's own connections.
+func (l Limits) descriptors() int { return l.Held + 2*l.Passing + 1024 }
+
 // DefaultLimits returns the documented caps.
 func DefaultLimits() Limits {
 	return Limits{

@@ -21,6 +21,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/shared/addr"
 )
@@ -171,6 +172,14 @@ func (s *Server) Start(ctx context.Context) {
 	defer s.mu.Unlock()
 	s.ctx = ctx
 	s.log = logr.FromContextOrDiscard(ctx).WithName("proxy")
+	// Grow the descriptor table now, not in the middle of a wake (see
+	// package fdtable).
+	want := s.cfg.Limits.descriptors()
+	if got, err := fdtable.Reserve(want); err != nil {
+		s.log.Error(err, "Cannot grow the descriptor table ahead of need; a wake may stall while it grows")
+	} else if got < want {
+		s.log.Info("RLIMIT_NOFILE is below the descriptors the caps can use: connections over it are closed at once; raise the container's open-files limit", "limit", got, "caps", want)
+	}
 }
 
 // SetRoutes makes the server listen on exactly these routes' ports, plus

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/doorman/internal/tools/firstbyte"
@@ -75,10 +76,21 @@ func (nopHooks) TurnedAway(proxy.Workload) {}
 // NotServed does nothing.
 func (nopHooks) NotServed(proxy.Workload, string, time.Duration, string) {}
 
+// benchDescriptors is the most descriptors one process of the benchmark
+// holds: 2048 held connections each way in the memory part, with room.
+const benchDescriptors = 8192
+
 func run() error {
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Every process here, the doorman's peers and the stand-in pods too,
+	// grows its descriptor table before it is measured, as the doorman
+	// does when it starts (package fdtable): the table's growth stalls a
+	// whole process and is no part of what a proxy does per connection.
+	if _, err := fdtable.Reserve(benchDescriptors); err != nil {
+		return err
+	}
 	if *child != "" {
 		return runChild(ctx, *child)
 	}
@@ -109,7 +121,8 @@ func wakeTable() error {
 	fmt.Printf("From the endpoints table showing a Ready pod (what the watcher does on the EndpointSlice event) to each held caller's first byte at the pod, in a doorman process of its own. "+
 		"Arrival is the pod socket's receive timestamp (SO_TIMESTAMPNS); read is when the stand-in pod's goroutine read it, which adds the stand-in's own accept loop on the same CPUs. "+
 		"The bare dialer is the peer: a process with one goroutine per caller waiting, each connecting and writing the same request when told, the least any proxy must do. "+
-		"Each process is measured twice: its first wake (a doorman freshly started, whose goroutine stacks, heap and poll descriptors are all still to be faulted in) and a later one in the same process, once the first callers have hung up and as many have been held again (a doorman that has served before). "+
+		"Each process is measured twice: its first wake (a doorman freshly started, whose goroutine stacks and heap are still to be faulted in) and a later one in the same process, once the first callers have hung up and as many have been held again (a doorman that has served before). "+
+		"Every process here grows its descriptor table when it starts, as the doorman does (doorman/internal/fdtable): growing it in the middle of a wake stalls every descriptor the process opens for an RCU grace period. "+
 		"Medians of %d rounds, the two taking turns; CPU is the passing process's CPU time.\n\n", *wakeRounds)
 	fmt.Printf("| held | path | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms | CPU ms |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range strings.Split(*wakeHeld, ",") {
@@ -768,7 +781,7 @@ type wakeResult struct {
 // marks the pod Ready there and measures until each caller's first byte
 // reaches the pod: the process's first wake. Then it does it again in the
 // same process, as in a doorman that has passed callers on before (its
-// goroutine stacks, heap and poll descriptors in use already).
+// goroutine stacks and heap in use already).
 func wakeToFirstByte(n int) (first, later wakeResult, err error) {
 	req := []byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n")
 	ch, hs, err := holdOnChild("wake", n, req)
