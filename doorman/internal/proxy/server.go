@@ -106,7 +106,7 @@ func (c *Config) defaults() {
 		c.Limits = DefaultLimits()
 	}
 	if c.Dial == nil {
-		c.Dial = syncDialer(c.DialTimeout)
+		c.Dial = Dialer(c.DialTimeout)
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -178,7 +178,7 @@ func (s *Server) Start(ctx context.Context) {
 	if got, err := fdtable.Reserve(want); err != nil {
 		s.log.Error(err, "Cannot grow the descriptor table ahead of need; a wake may stall while it grows")
 	} else if got < want {
-		s.log.Info("RLIMIT_NOFILE is below the descriptors the caps can use: connections over it are closed at once; raise the container's open-files limit", "limit", got, "caps", want)
+		s.log.Info("RLIMIT_NOFILE is below the descriptors the caps can use: past it, new callers wait in the listen queue and dials fail until descriptors free; raise the container's open-files limit", "limit", got, "caps", want)
 	}
 }
 
