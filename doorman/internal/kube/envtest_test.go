@@ -44,6 +44,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(callersEnv) != "" {
+		// The held callers' process of the wake latency test.
+		os.Exit(callersMain())
+	}
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
 	flag.Parse()
@@ -153,8 +157,13 @@ func createPod(t *testing.T, namespace, name, ip string) *corev1.Pod {
 
 func createSlice(t *testing.T, namespace string, p *corev1.Pod, ip string, port int, managedBy string) {
 	t.Helper()
+	createSliceNamed(t, namespace, p.Name+"-slice", p, ip, port, managedBy)
+}
+
+func createSliceNamed(t *testing.T, namespace, name string, p *corev1.Pod, ip string, port int, managedBy string) {
+	t.Helper()
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-slice", Namespace: namespace, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
 			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: managedBy}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
@@ -220,13 +229,11 @@ func dialLoopback(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) 
 	if !netip.MustParsePrefix("10.244.0.0/16").Contains(ap.Addr()) {
 		return nil, fmt.Errorf("test dialer: %s is not a test pod address", ap)
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port()).String())
-	if err != nil {
-		return nil, err
-	}
-	return c.(*net.TCPConn), nil
+	return podDial(ctx, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port()))
 }
+
+// podDial is the doorman's own dial, as in production.
+var podDial = proxy.Dialer(time.Second)
 
 // eventSink writes events through the controller-runtime client.
 type eventSink struct{ c client.Client }

@@ -1,120 +1,281 @@
 package kube
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/doorman/internal/tools/firstbyte"
 )
 
 // TestWakeToFirstByteThroughTheWatch measures, through a real API server
-// and the doorman's informers, the time from the Service's own
-// EndpointSlice showing a Ready Pod (the create call returning) to each
-// held caller's first byte at the pod. NAPWAKE_WAKE_HELD lists the numbers
-// of held callers (default 50); hack/bench/doorman.sh sets 1,50,256. The
-// bound asserted is loose (the machine may be busy); the numbers are logged.
+// and the doorman's informers, the time from the create call of the
+// Service's own EndpointSlice listing a Ready Pod (the call itself counts)
+// to each held caller's first byte at the pod. The held callers and the
+// stand-in pod run in a process of their own (this test binary again, see
+// callersMain): callers and pods never share the doorman's process or its
+// Go scheduler. NAPWAKE_WAKE_HELD lists the numbers of held callers
+// (default 50), NAPWAKE_WAKE_ROUNDS the rounds of each (default 1);
+// hack/bench/doorman.sh sets 1,50,256 and 5 and prints medians of the
+// rounds with their range. The bound asserted is loose (the machine may be
+// busy); the numbers are logged.
 func TestWakeToFirstByteThroughTheWatch(t *testing.T) {
-	sizes := []int{50}
-	if v := os.Getenv("NAPWAKE_WAKE_HELD"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatalf("NAPWAKE_WAKE_HELD %q: %v", v, err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := envInts(t, "NAPWAKE_WAKE_HELD", "50")
+	rounds := envInts(t, "NAPWAKE_WAKE_ROUNDS", "1")[0]
+	callers := startCallers(t)
 	for _, n := range sizes {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			rec := wakeThroughWatch(t, n)
-			t0 := rec.t0
-			a50, a99, _ := rec.KernelPercentiles(t0)
-			p50, p99, mx := rec.Percentiles(t0)
-			t.Logf("wake to first byte through the watch, %d held: arrival p50 %.2f ms, p99 %.2f ms; read p50 %.2f ms, p99 %.2f ms, max %.2f ms", n, ms(a50), ms(a99), ms(p50), ms(p99), ms(mx))
-			fmt.Printf("| %d | %.2f | %.2f | %.2f | %.2f |\n", n, ms(a50), ms(a99), ms(p50), ms(p99))
-			if p99 > 2*time.Second {
-				t.Fatalf("p99 %v: held callers are not moved by the watch", p99)
+			var got [4][]float64 // arrival p50, p99, read p50, p99, in ms, one per round
+			for i, v := range wakeThroughWatch(t, callers, n, rounds) {
+				got[i%4] = append(got[i%4], v)
+			}
+			t.Logf("wake to first byte through the watch, %d held, %d rounds: arrival p50 %v ms, p99 %v ms; read p50 %v ms, p99 %v ms",
+				n, rounds, got[0], got[1], got[2], got[3])
+			fmt.Printf("| %d | %s | %s | %s | %s |\n", n, spread(got[0]), spread(got[1]), spread(got[2]), spread(got[3]))
+			if slices.Max(got[3]) > 2000 {
+				t.Fatalf("read p99 %v ms: held callers are not moved by the watch", got[3])
 			}
 		})
 	}
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// timedRecorder is a Recorder and the moment the Ready pod's slice was made.
-type timedRecorder struct {
-	*firstbyte.Recorder
-	t0 time.Time
-}
-
-func wakeThroughWatch(t *testing.T, n int) timedRecorder {
+// wakeThroughWatch runs rounds wakes of n held callers on one doorman and
+// returns each round's arrival p50, p99, read p50 and p99 in ms, in turn.
+func wakeThroughWatch(t *testing.T, callers *callersProc, n, rounds int) []float64 {
 	namespace := newNamespace(t)
 	port := freePort(t)
 	createMW(t, namespace, port, v1alpha1.PhaseResuming, time.Now().Add(-time.Hour))
 	limits := proxy.DefaultLimits()
 	limits.HeldPerWorkload, limits.HeldPerSource, limits.HeldPerSourceWorkload = limits.Held, limits.Held, limits.Held
 	st := startDoormanWith(t, clock.RealClock{}, limits)
-
-	rec := firstbyte.New(n)
-	pod, err := rec.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pod.Close()
-	first := dialPort(t, port)
-	conns := []net.Conn{first}
-	for len(conns) < n {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
-	for _, c := range conns {
-		_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
-	}
 	key := proxy.ServiceKey{Namespace: namespace, Service: "api", PortName: "http"}
-	eventually(t, "every caller held at its wait", func() bool { return st.table.Waiting(key) == n })
-
 	p := createPod(t, namespace, "api-1", "10.244.0.5")
 	eventually(t, "the Pod in the doorman's cache before its slice", func() bool {
 		return st.cache.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{}) == nil
 	})
-	t0 := time.Now()
-	createSlice(t, namespace, p, "10.244.0.5", pod.Addr().(*net.TCPAddr).Port, v1alpha1.EndpointSliceControllerManager)
-	if err := rec.Wait(n, 20*time.Second); err != nil {
-		t.Fatal(err)
+	var out []float64
+	for round := range rounds {
+		podPort := callers.hold(t, port, n)
+		eventually(t, "every caller held at its wait", func() bool { return st.table.Waiting(key) == n })
+		name := "api-1-slice-" + strconv.Itoa(round)
+		t0 := time.Now()
+		createSliceNamed(t, namespace, name, p, "10.244.0.5", podPort, v1alpha1.EndpointSliceControllerManager)
+		out = append(out, callers.wait(t, t0, n)...)
+		callers.hangUp(t)
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		if err := k8s.Delete(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "no Ready endpoint left", func() bool { return len(st.table.Endpoints(key)) == 0 })
 	}
-	return timedRecorder{rec, t0}
+	return out
 }
 
-func heldGauge(st *stack) float64 {
-	mf, err := st.m.Registry.Gather()
-	if err != nil {
-		return 0
+func envInts(t *testing.T, name, def string) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		v = def
 	}
-	for _, f := range mf {
-		if f.GetName() == "napwake_doorman_held_connections" {
-			return f.GetMetric()[0].GetGauge().GetValue()
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			t.Fatalf("%s %q: want positive numbers, comma-separated", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// spread formats the median of v and, with more than one value, its range.
+func spread(v []float64) string {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	if len(s) == 1 {
+		return fmt.Sprintf("%.2f", med)
+	}
+	return fmt.Sprintf("%.2f [%.2f–%.2f]", med, s[0], s[len(s)-1])
+}
+
+// callersEnv makes this test binary the callers' process (callersMain).
+const callersEnv = "NAPWAKE_WAKE_CALLERS"
+
+// callersProc is the process that holds the callers and serves the
+// stand-in pod, driven a line at a time.
+type callersProc struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startCallers(t *testing.T) *callersProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), callersEnv+"=1")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the callers' process: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = in.Close() // the process ends at the end of its input
+		_ = cmd.Wait()
+	})
+	return &callersProc{in: in, out: bufio.NewReader(out)}
+}
+
+// ask sends one command and returns the reply's fields after want.
+func (c *callersProc) ask(t *testing.T, cmd, want string) []string {
+	t.Helper()
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		t.Fatalf("callers' process: %v", err)
+	}
+	l, err := c.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("callers' process, after %q: %v", cmd, err)
+	}
+	f := strings.Fields(l)
+	if len(f) == 0 || f[0] != want {
+		t.Fatalf("callers' process, after %q: %q", cmd, l)
+	}
+	return f[1:]
+}
+
+// hold starts a fresh stand-in pod and n callers on the doorman's port,
+// each having sent a request; it returns the pod's port.
+func (c *callersProc) hold(t *testing.T, doormanPort, n int) int {
+	t.Helper()
+	f := c.ask(t, fmt.Sprintf("hold %d %d", doormanPort, n), "POD")
+	port, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// wait waits for the n first bytes at the pod and returns arrival p50,
+// p99, read p50 and p99 since t0, in ms.
+func (c *callersProc) wait(t *testing.T, t0 time.Time, n int) []float64 {
+	t.Helper()
+	f := c.ask(t, fmt.Sprintf("wait %d %d", t0.UnixNano(), n), "P")
+	out := make([]float64, len(f))
+	for i, v := range f {
+		ns, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = float64(ns) / float64(time.Millisecond)
+	}
+	return out
+}
+
+func (c *callersProc) hangUp(t *testing.T) { t.Helper(); c.ask(t, "hangup", "OK") }
+
+// callersMain is the callers' process: "hold PORT N" starts a stand-in pod
+// and N callers to 127.0.0.1:PORT, each sending a request, and answers
+// "POD <pod port>"; "wait T0 N" answers "P" and the first bytes' arrival
+// p50, p99, read p50 and p99 in ns since T0 (Unix ns), or "ERR"; "hangup"
+// closes the callers and the pod and answers "OK".
+func callersMain() int {
+	// As the doorman does at start (package fdtable).
+	if _, err := fdtable.Reserve(8192); err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	req := []byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n")
+	var rec *firstbyte.Recorder
+	var pod net.Listener
+	var conns []net.Conn
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		if len(f) == 0 {
+			continue
+		}
+		var err error
+		switch f[0] {
+		case "hold":
+			port, n := atoi(f[1]), atoi(f[2])
+			rec = firstbyte.New(n)
+			if pod, err = rec.Listen("127.0.0.1:0"); err != nil {
+				break
+			}
+			target := "127.0.0.1:" + strconv.Itoa(port)
+			for len(conns) < n && err == nil {
+				var c net.Conn
+				if c, err = dialListening(target); err == nil {
+					conns = append(conns, c)
+					_, err = c.Write(req)
+				}
+			}
+			if err == nil {
+				fmt.Println("POD", pod.Addr().(*net.TCPAddr).Port)
+			}
+		case "wait":
+			t0, n := time.Unix(0, int64(atoi(f[1]))), atoi(f[2])
+			if err = rec.Wait(n, 20*time.Second); err == nil {
+				a50, a99, _ := rec.KernelPercentiles(t0)
+				r50, r99, _ := rec.Percentiles(t0)
+				fmt.Println("P", int64(a50), int64(a99), int64(r50), int64(r99))
+			}
+		case "hangup":
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			conns = nil
+			if pod != nil {
+				_ = pod.Close()
+			}
+			fmt.Println("OK")
+		default:
+			err = fmt.Errorf("unknown command %q", f[0])
+		}
+		if err != nil {
+			fmt.Println("ERR", err)
 		}
 	}
 	return 0
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// dialListening dials target, waiting up to 10 s for the doorman to
+// listen on it (its route comes through the watch).
+func dialListening(target string) (net.Conn, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", target)
+		if err == nil || time.Now().After(deadline) {
+			return c, err
+		}
+		time.Sleep(20 * time.Millisecond) // bounded: until the doorman listens
+	}
 }

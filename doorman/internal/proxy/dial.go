@@ -10,8 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// syncDialer returns the doorman's plain TCP dial. Its connect(2) blocks,
-// for at most timeout (SO_SNDTIMEO), and the socket goes back to
+// Dialer returns the doorman's plain TCP dial, what New uses when
+// Config.Dial is nil (tests that map pod addresses wrap it). Its connect(2)
+// blocks, for at most timeout (SO_SNDTIMEO), and the socket goes back to
 // non-blocking before anything reads or writes it.
 //
 // Why: a pod on the node network answers a SYN within microseconds, often
@@ -30,7 +31,7 @@ import (
 // Not Dialer.DialTCP: given the zero local address it still binds before
 // connecting, and a bind picks its port the slow way, which cost 90% of
 // passing 256 held callers on at once.
-func syncDialer(timeout time.Duration) func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+func Dialer(timeout time.Duration) func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
 	tv := unix.NsecToTimeval(timeout.Nanoseconds())
 	d := net.Dialer{Timeout: timeout, Control: func(_, _ string, rc syscall.RawConn) error {
 		return control(rc, func(fd int) error {

@@ -21,7 +21,7 @@ func TestTheDefaultDialHandsBackANonBlockingSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	dial := syncDialer(time.Second)
+	dial := Dialer(time.Second)
 	c, err := dial(context.Background(), netip.MustParseAddrPort(ln.Addr().String()))
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestTheDefaultDialHandsBackANonBlockingSocket(t *testing.T) {
 func TestTheDefaultDialReportsARefusal(t *testing.T) {
 	ap := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(freePort(t)))
 	start := time.Now()
-	_, err := syncDialer(5*time.Second)(context.Background(), ap)
+	_, err := Dialer(5*time.Second)(context.Background(), ap)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("dial to a closed port: %v, want ECONNREFUSED", err)
 	}
