@@ -330,7 +330,7 @@ func (s *run) record(step decide.Step) {
 		m.RecordPause(step.Paused)
 	}
 	if step.Woken != "" {
-		m.RecordWake(step.Woken, decide.WantReplicas(s.mw.Status.Pause), step.PausedFor)
+		m.RecordWake(step.Woken, metrics.PauseOf(s.mw), decide.WantReplicas(s.mw.Status.Pause), step.PausedFor)
 	}
 	if step.ResumeTook > 0 {
 		m.RecordResumed(step.ResumeTook)
@@ -474,7 +474,7 @@ func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1a
 			}
 			r.Recorder.Eventf(mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventWaking, napwakev1alpha1.EventWaking,
 				"Waking, the ManagedWorkload is being deleted: restoring %d replicas", want)
-			r.Metrics.RecordWake("deleted", want, 0)
+			r.Metrics.RecordWake(metrics.WokenByDeletion, metrics.PauseOf(mw), want, 0)
 		}
 	}
 	done, after, err := r.Router.Finalize(ctx, mw)

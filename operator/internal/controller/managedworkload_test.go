@@ -120,6 +120,9 @@ func TestEachWakeSignalRestoresTheSavedReplicas(t *testing.T) {
 			f.runToRunning()
 			f.pauseIt()
 			f.clock.Step(time.Hour)
+			if got := testutil.ToFloat64(f.metrics.PausedReplicaSeconds); got != 2*3600 {
+				t.Errorf("paused replica-seconds an hour into the pause %v, want 7200", got)
+			}
 			tc.wake(f)
 			f.reconcile()
 			mw := f.managedWorkload()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,6 +90,8 @@ func newFixture(t *testing.T, replicas int32) *fixture {
 		mw:      types.NamespacedName{Namespace: ns, Name: "api"},
 	}
 	f.r = f.reconciler(k8s)
+	// The paused replica-seconds read this namespace's pauses under way.
+	must(t, f.metrics.Register(prometheus.NewRegistry(), client.NewNamespacedClient(k8s, ns), f.clock))
 	must(t, k8s.Create(ctx, deployment(ns, "api", replicas)))
 	f.setPods(replicas, replicas)
 	must(t, k8s.Create(ctx, &napwakev1alpha1.ManagedWorkload{

@@ -122,7 +122,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	m := opts.Metrics
 	if m == nil {
 		m = metrics.New()
-		if err := m.Register(crmetrics.Registry, mgr.GetClient()); err != nil {
+		if err := m.Register(crmetrics.Registry, mgr.GetClient(), opts.Clock); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
 	}

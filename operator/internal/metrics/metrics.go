@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -24,9 +25,9 @@ type Metrics struct {
 	Wakes *prometheus.CounterVec
 	// ResumeSeconds is the time from a wake to a Ready pod.
 	ResumeSeconds prometheus.Histogram
-	// PausedReplicaSeconds adds, when a pause ends, its saved replicas times
-	// its length: the pod-time Napwake saved.
-	PausedReplicaSeconds prometheus.Counter
+	// PausedReplicaSeconds is the pod-time Napwake saved: each pause's
+	// saved replicas times its length so far, pauses under way included.
+	PausedReplicaSeconds *Saved
 }
 
 // New makes the metrics, unregistered.
@@ -46,16 +47,16 @@ func New() *Metrics {
 			// 0.5 s to about 17 min: images pull and apps start in seconds to minutes.
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
 		}),
-		PausedReplicaSeconds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "napwake_operator_paused_replica_seconds_total",
-			Help: "Replica-seconds not run because workloads were paused, added when each pause ends.",
-		}),
+		PausedReplicaSeconds: newSaved(),
 	}
 }
 
 // Register registers the metrics and a workloads-by-phase gauge that counts
-// the ManagedWorkloads in reader (the manager's cache) at each scrape.
-func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader) error {
+// the ManagedWorkloads in reader (the manager's cache) at each scrape; the
+// paused replica-seconds read the pauses under way from reader too, timed
+// by clk.
+func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader, clk clock.PassiveClock) error {
+	m.PausedReplicaSeconds.watch(reader, clk)
 	for _, c := range []prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, &phases{reader: reader}} {
 		if err := reg.Register(c); err != nil {
 			return err
@@ -69,12 +70,16 @@ func (m *Metrics) RecordPause(reason napwakev1alpha1.PauseReason) {
 	m.Pauses.WithLabelValues(string(reason)).Inc()
 }
 
-// RecordWake counts a wake begun from a pause that saved replicas and lasted pausedFor.
-func (m *Metrics) RecordWake(source string, replicas int32, pausedFor time.Duration) {
+// WokenByDeletion is the wakes_total source of a ManagedWorkload deleted
+// while paused, whose target's replicas are restored before it goes. It is
+// not an activity source: status.lastActivitySource never holds it.
+const WokenByDeletion = "deleted"
+
+// RecordWake counts a wake begun that ends the pause, which saved replicas
+// and lasted pausedFor (0: no longer than a scrape has already counted).
+func (m *Metrics) RecordWake(source string, pause PauseKey, replicas int32, pausedFor time.Duration) {
 	m.Wakes.WithLabelValues(source).Inc()
-	if pausedFor > 0 {
-		m.PausedReplicaSeconds.Add(float64(replicas) * pausedFor.Seconds())
-	}
+	m.PausedReplicaSeconds.ended(pause, float64(replicas)*pausedFor.Seconds())
 }
 
 // RecordResumed observes a wake that reached a Ready pod.
