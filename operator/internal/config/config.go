@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -110,6 +111,11 @@ func (c Config) Validate() error {
 	}
 	if c.PortsPerNamespace < c.PortsPerWorkload || c.PortsPerNamespace > napwakev1alpha1.DoormanPortMax-napwakev1alpha1.DoormanPortMin+1 {
 		errs = append(errs, fmt.Errorf("--ports-per-namespace %d: want --ports-per-workload (%d) to 10000", c.PortsPerNamespace, c.PortsPerWorkload))
+	}
+	if c.PrometheusURL != "" {
+		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("--prometheus-url %q: want an http or https base URL such as http://prometheus.monitoring:9090, or \"\" to turn the queries off", c.PrometheusURL))
+		}
 	}
 	if c.NEGForwarder && c.ForwarderImage == "" {
 		errs = append(errs, errors.New("--neg-forwarder needs --forwarder-image"))

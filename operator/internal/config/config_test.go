@@ -57,6 +57,8 @@ func TestValidateRefusesBadValues(t *testing.T) {
 		{"fewer ports per namespace than per workload", func(c *Config) { c.PortsPerNamespace = 8 }, "--ports-per-namespace"},
 		{"a forwarder without an image", func(c *Config) { c.NEGForwarder = true }, "--forwarder-image"},
 		{"a sync period under a second", func(c *Config) { c.SyncPeriod = time.Millisecond }, "--sync-period"},
+		{"a Prometheus URL without a scheme", func(c *Config) { c.PrometheusURL = "prometheus.monitoring:9090" }, "--prometheus-url"},
+		{"a Prometheus URL with a query", func(c *Config) { c.PrometheusURL = "http://prometheus:9090/?x=1" }, "--prometheus-url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default(env(nil))
@@ -77,5 +79,15 @@ func TestAnEmptyDoormanServiceDisablesRouting(t *testing.T) {
 	}
 	if _, _, ok := c.DoormanServiceKey(); ok {
 		t.Error("routing is on with --doorman-service=\"\"")
+	}
+}
+
+func TestAPrometheusURLIsAccepted(t *testing.T) {
+	for _, u := range []string{"http://prometheus.monitoring:9090", "https://thanos.example/prometheus/"} {
+		c := Default(env(nil))
+		c.PrometheusURL = u
+		if err := c.Validate(); err != nil {
+			t.Errorf("--prometheus-url %q: %v", u, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,9 @@ type ManagedWorkloadReconciler struct {
 	Metrics *metrics.Metrics
 	// Usage is the default activity signal; nil counts as unavailable.
 	Usage Usage
+	// Queries evaluates spec.activity.prometheus; nil when the operator has
+	// no --prometheus-url.
+	Queries Queries
 	// DefaultIdleAfter applies when spec.idleAfter is unset.
 	DefaultIdleAfter time.Duration
 	// SyncPeriod bounds how long a reconcile may be put off when nothing
@@ -197,11 +201,13 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	r, mw := s.r, s.mw
 	busy, usageOK := s.busy(ctx)
+	queryActive, query := s.query(ctx)
+	sig := signals{usage: usageOK, query: query}
 	for range maxStepsPerReconcile {
 		now := r.Clock.Now()
 		in := decide.Input{
 			Now: now, Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
-			Annotations: decide.MergeAnnotations(mw.Annotations, s.t.annotations), Busy: busy, Target: s.t.observed(),
+			Annotations: decide.MergeAnnotations(mw.Annotations, s.t.annotations), Busy: busy, QueryActive: queryActive, Target: s.t.observed(),
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)
@@ -223,7 +229,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 		}
 		switch step.Kind {
 		case decide.Wait:
-			if err := s.patchStatus(ctx, in.State, usageOK); err != nil { // conditions, observedGeneration
+			if err := s.patchStatus(ctx, in.State, sig); err != nil { // conditions, observedGeneration
 				return requeueOnConflict(err)
 			}
 			s.routeIfPaused(ctx)
@@ -232,7 +238,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			if step.Unroute {
 				s.unroute(ctx)
 			}
-			if err := s.patchStatus(ctx, step.State, usageOK); err != nil {
+			if err := s.patchStatus(ctx, step.State, sig); err != nil {
 				return requeueOnConflict(err)
 			}
 			s.record(step)
@@ -279,6 +285,81 @@ func (s *run) busy(ctx context.Context) (busy, available bool) {
 		return false, true
 	}
 	return b, true
+}
+
+// condition says which activity signals a workload relies on: True when
+// something beyond requests and annotations watches it (CPU usage, or its
+// own Prometheus query).
+func (sig signals) condition() (metav1.ConditionStatus, string, string) {
+	base := "requests through the doorman, the activity and wake annotations"
+	var with []string
+	if sig.usage {
+		with = append(with, "CPU usage from metrics.k8s.io")
+	}
+	if sig.query == queryOK {
+		with = append(with, "its Prometheus activity query")
+	}
+	msg := "relies on " + base
+	for i, w := range with {
+		if i == len(with)-1 {
+			msg += ", and " + w
+		} else {
+			msg += ", " + w
+		}
+	}
+	switch sig.query {
+	case queryFailing:
+		msg += "; its Prometheus activity query is failing (see the operator's log)"
+	case queryNoURL:
+		msg += "; its Prometheus activity query is not evaluated: the operator has no --prometheus-url (Helm: operator.prometheusURL)"
+	}
+	if len(with) > 0 {
+		return metav1.ConditionTrue, napwakev1alpha1.ReasonSignalsConfigured, msg
+	}
+	if !sig.usage {
+		msg = "the cluster serves no metrics.k8s.io: " + strings.Replace(msg, "relies on ", "relies only on ", 1)
+	}
+	return metav1.ConditionFalse, napwakev1alpha1.ReasonUsageUnavailable, msg
+}
+
+// queryEvery is how often a workload's Prometheus activity query is
+// evaluated: a paused queue worker wakes within this of its queue growing.
+const queryEvery = 30 * time.Second
+
+// queryState is what became of a workload's Prometheus activity query.
+type queryState int
+
+const (
+	queryNone    queryState = iota // none configured
+	queryOK                        // evaluated
+	queryFailing                   // configured, the evaluation failed
+	queryNoURL                     // configured, the operator has no --prometheus-url
+)
+
+// signals is what the ActivitySignals condition reports.
+type signals struct {
+	usage bool
+	query queryState
+}
+
+// query evaluates spec.activity.prometheus, in every phase: its activity
+// keeps a workload up and wakes a paused one. A failing query counts as no
+// activity (logged; the condition says it is failing).
+func (s *run) query(ctx context.Context) (active bool, state queryState) {
+	a := s.mw.Spec.Activity
+	if a == nil || a.Prometheus == nil || a.Prometheus.Query == "" {
+		return false, queryNone
+	}
+	if s.r.Queries == nil {
+		return false, queryNoURL
+	}
+	s.keepSoonest(queryEvery)
+	active, err := s.r.Queries.Active(ctx, a.Prometheus.Query)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Evaluating the Prometheus activity query; counting it as no activity", "query", a.Prometheus.Query)
+		return false, queryFailing
+	}
+	return active, queryOK
 }
 
 func (s *run) after(d time.Duration) time.Duration {
@@ -345,7 +426,7 @@ func (s *run) record(step decide.Step) {
 // only those fields, guarded by resourceVersion: status.doorman, which the
 // router writes, is never touched, and a concurrent write makes it fail
 // with a conflict rather than be overwritten.
-func (s *run) patchStatus(ctx context.Context, st decide.State, usageOK bool) error {
+func (s *run) patchStatus(ctx context.Context, st decide.State, sig signals) error {
 	mw := s.mw
 	base := mw.DeepCopy()
 	now := metav1.NewTime(s.r.Clock.Now())
@@ -353,13 +434,8 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, usageOK bool) er
 	mw.Status.ObservedGeneration = mw.Generation
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, metav1.ConditionTrue,
 		napwakev1alpha1.ReasonTargetFound, fmt.Sprintf("%s %s exists", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name))
-	if usageOK {
-		setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, metav1.ConditionTrue,
-			napwakev1alpha1.ReasonSignalsConfigured, "relies on requests through the doorman, the activity and wake annotations, and CPU usage from metrics.k8s.io")
-	} else {
-		setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, metav1.ConditionFalse,
-			napwakev1alpha1.ReasonUsageUnavailable, "the cluster serves no metrics.k8s.io: relies only on requests through the doorman and the activity and wake annotations")
-	}
+	status, reason, msg := sig.condition()
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, status, reason, msg)
 	if equalStatus(base, mw) {
 		return nil
 	}

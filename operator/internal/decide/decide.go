@@ -81,6 +81,10 @@ type Input struct {
 	Annotations map[string]string
 	// Busy is true when the default usage signal says the pods are working.
 	Busy bool
+	// QueryActive is true when spec.activity.prometheus's query returned a
+	// value above zero just now; it counts in every phase, so it wakes a
+	// paused workload (a queue worker whose queue grows).
+	QueryActive bool
 	// Target is the observed target.
 	Target Target
 }
@@ -356,7 +360,11 @@ func newestActivity(in Input, now time.Time) signal {
 			out = signal{at: at, source: c.source}
 		}
 	}
-	if in.Busy && now.After(out.at) {
+	switch {
+	case !now.After(out.at):
+	case in.QueryActive: // named in the spec: it wins over the default signal
+		out = signal{at: now, source: napwakev1alpha1.SourcePrometheus}
+	case in.Busy:
 		out = signal{at: now, source: napwakev1alpha1.SourceUsage}
 	}
 	return out

@@ -113,6 +113,15 @@ func TestNext(t *testing.T) {
 			},
 		},
 		{
+			name: "a Prometheus query above zero keeps a workload from pausing, named over busy pods",
+			in:   Input{State: runningFor(-40 * time.Minute), Busy: true, QueryActive: true, Target: up},
+			check: func(t *testing.T, s Step) {
+				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
+				eq(t, s.State.LastActivitySource, napwakev1alpha1.SourcePrometheus)
+				eq(t, s.State.LastActivity, at(0))
+			},
+		},
+		{
 			name: "pause-requested pauses now even while busy",
 			in:   Input{State: runningFor(0), Busy: true, Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(0)}, Target: up},
 			check: func(t *testing.T, s Step) {
@@ -194,6 +203,23 @@ func TestNext(t *testing.T) {
 			name:  "busy pods during Pausing do not call it off: they are shutting down",
 			in:    Input{State: pausingState, Busy: true, Target: up},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale) },
+		},
+		{
+			name: "a Prometheus query above zero during Pausing calls the pause off: there is work for it",
+			in:   Input{State: pausingState, QueryActive: true, Target: up},
+			check: func(t *testing.T, s Step) {
+				wantPatch(t, s, napwakev1alpha1.PhaseResuming)
+				eq(t, s.Event.Reason, napwakev1alpha1.EventPauseCalledOff)
+				eq(t, s.Woken, napwakev1alpha1.SourcePrometheus)
+			},
+		},
+		{
+			name: "a Prometheus query above zero wakes a Paused workload, as for a queue worker",
+			in:   Input{State: pausedState, QueryActive: true, Target: zero},
+			check: func(t *testing.T, s Step) {
+				wantWake(t, s, napwakev1alpha1.SourcePrometheus)
+				eq(t, s.PausedFor, 10*time.Minute)
+			},
 		},
 		{
 			name:  "a Paused workload with nothing new waits",

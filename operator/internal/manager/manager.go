@@ -27,6 +27,7 @@ import (
 	"napwake.dev/operator/internal/config"
 	"napwake.dev/operator/internal/controller"
 	"napwake.dev/operator/internal/metrics"
+	"napwake.dev/operator/internal/promquery"
 	"napwake.dev/operator/internal/settings"
 )
 
@@ -151,6 +152,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Router:           router,
 		Metrics:          m,
 		Usage:            &controller.MetricsAPIUsage{Reader: mgr.GetAPIReader(), Discovery: dc, Clock: opts.Clock},
+		Queries:          queries(cfg.PrometheusURL),
 		DefaultIdleAfter: cfg.DefaultIdleAfter,
 		SyncPeriod:       cfg.SyncPeriod,
 	}
@@ -178,4 +180,13 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// queries is the Prometheus activity-query client, or nil (a nil
+// interface, not a nil pointer) when --prometheus-url is empty.
+func queries(url string) controller.Queries {
+	if url == "" {
+		return nil
+	}
+	return &promquery.Client{URL: url}
 }
