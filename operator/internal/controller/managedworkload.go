@@ -72,6 +72,7 @@ type ManagedWorkloadReconciler struct {
 	SyncPeriod time.Duration
 
 	superseded supersededVersions
+	answers    queryAnswers
 }
 
 // staleCacheRecheck: an informer usually catches up within milliseconds.
@@ -354,12 +355,57 @@ func (s *run) query(ctx context.Context) (active bool, state queryState) {
 		return false, queryNoURL
 	}
 	s.keepSoonest(queryEvery)
+	now := s.r.Clock.Now()
+	if ans, ok := s.r.answers.get(s.mw.UID, a.Prometheus.Query, now); ok {
+		return ans.active, ans.state
+	}
 	active, err := s.r.Queries.Active(ctx, a.Prometheus.Query)
+	state = queryOK
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Evaluating the Prometheus activity query; counting it as no activity", "query", a.Prometheus.Query)
-		return false, queryFailing
+		active, state = false, queryFailing
 	}
-	return active, queryOK
+	s.r.answers.put(s.mw.UID, queryAnswer{query: a.Prometheus.Query, at: now, active: active, state: state})
+	return active, state
+}
+
+// queryReuse is how long a query's answer stands for its workload: the
+// reconciles of one pause or wake (a few, each status write sets off the
+// next) ask Prometheus once.
+const queryReuse = 10 * time.Second
+
+// queryAnswers remembers each workload's last answer, for queryReuse.
+type queryAnswers struct {
+	mu sync.Mutex
+	m  map[types.UID]queryAnswer
+}
+
+type queryAnswer struct {
+	query  string
+	at     time.Time
+	active bool
+	state  queryState
+}
+
+func (q *queryAnswers) get(uid types.UID, query string, now time.Time) (queryAnswer, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a, ok := q.m[uid]
+	return a, ok && a.query == query && !now.Before(a.at) && now.Sub(a.at) < queryReuse
+}
+
+func (q *queryAnswers) put(uid types.UID, a queryAnswer) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.m == nil {
+		q.m = map[types.UID]queryAnswer{}
+	}
+	for k, old := range q.m { // forget workloads not asked about lately, deleted ones too
+		if a.at.Sub(old.at) > 10*queryEvery {
+			delete(q.m, k)
+		}
+	}
+	q.m[uid] = a
 }
 
 func (s *run) after(d time.Duration) time.Duration {
