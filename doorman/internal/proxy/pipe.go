@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -49,8 +48,8 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 	closeBoth()
 }
 
-// copyHalf copies src to dst; io.Copy between *net.TCPConn splices on
-// Linux. At src's end it half-closes dst; on an error it closes both.
+// copyHalf copies src to dst with splice (spliceCopy). At src's end it
+// half-closes dst; on an error it closes both.
 // It first waits for src to have something to say: splicing takes a pipe,
 // and a connection that has not spoken yet (as most callers, once their
 // request is replayed, wait for the answer) should not hold one, nor make
@@ -73,7 +72,7 @@ func copyHalf(dst, src *net.TCPConn, buf int, closeBoth func()) {
 		_ = src.SetReadBuffer(buf)
 		_ = dst.SetWriteBuffer(buf)
 	}
-	if _, err := io.Copy(dst, src); err != nil {
+	if _, err := spliceCopy(dst, src); err != nil {
 		closeBoth()
 		return
 	}
