@@ -308,7 +308,8 @@ func (s *Server) dialOn(j *dialJob) error {
 	return nil
 }
 
-// dialler runs jobs until it has been idle for diallerIdle.
+// dialler runs jobs until it has been idle for diallerIdle or the server
+// has shut down.
 func (s *Server) dialler(j *dialJob) {
 	defer func() { <-s.dialling }()
 	idle := time.NewTimer(diallerIdle)
@@ -320,6 +321,8 @@ func (s *Server) dialler(j *dialJob) {
 		select {
 		case j = <-s.dialJobs:
 		case <-idle.C:
+			return
+		case <-s.stopped:
 			return
 		}
 	}

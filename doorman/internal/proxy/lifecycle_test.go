@@ -172,6 +172,8 @@ func TestStopServesThenRefusesThenCloses(t *testing.T) {
 	if _, err := io.ReadAll(open); err != nil {
 		t.Fatalf("open connection not closed after the finish period: %v", err)
 	}
+	// The diallers end with the server, not 10 s later.
+	wait(t, "the diallers to end", func() bool { return len(h.srv.dialling) == 0 })
 	_ = context.Background()
 }
 

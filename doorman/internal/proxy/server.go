@@ -140,6 +140,8 @@ type Server struct {
 	lastWake  map[string]woken
 	dialling  chan struct{} // a place for each dialler
 	dialJobs  chan *dialJob // taken by idle diallers
+	stopped   chan struct{} // closed when Shutdown has finished: diallers end
+	stopOnce  sync.Once
 }
 
 type portListener struct {
@@ -162,6 +164,7 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
 		freedSubs: map[uint64]func(){}, lastWake: map[string]woken{},
 		dialling: make(chan struct{}, cfg.Dialling), dialJobs: make(chan *dialJob),
+		stopped: make(chan struct{}),
 	}
 }
 
@@ -370,6 +373,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	defer s.stopOnce.Do(func() { close(s.stopped) })
 	select {
 	case <-done:
 		return
