@@ -68,5 +68,5 @@ func newRouter(deps manager.RouterDeps) (controller.Router, error) {
 		DoormanService:    deps.Config.DoormanService,
 		PortsPerWorkload:  deps.Config.PortsPerWorkload,
 		PortsPerNamespace: deps.Config.PortsPerNamespace,
-	}, deps.Clock, deps.Manager.GetEventRecorderFor("napwake-routing"))
+	}, deps.Clock, deps.Manager.GetEventRecorder("napwake-routing"))
 }

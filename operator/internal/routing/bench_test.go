@@ -69,7 +69,7 @@ func BenchmarkRouteMove(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := New(mgr.GetClient(), mgr.GetAPIReader(), Options{DoormanService: doormanNS + "/" + f.doorman, Dial: pods.dial}, f.clock, events)
+	r, err := New(mgr.GetClient(), mgr.GetAPIReader(), Options{DoormanService: doormanNS + "/" + f.doorman, Dial: pods.dial}, f.clock, recorder)
 	if err != nil {
 		b.Fatal(err)
 	}

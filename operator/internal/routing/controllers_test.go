@@ -34,7 +34,7 @@ func (f *fixture) managed(namespaces ...string) *Router {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	f.g.Expect(err).NotTo(HaveOccurred())
-	r, err := New(mgr.GetClient(), mgr.GetAPIReader(), Options{DoormanService: doormanNS + "/" + f.doorman, Dial: f.pods.dial}, f.clock, events)
+	r, err := New(mgr.GetClient(), mgr.GetAPIReader(), Options{DoormanService: doormanNS + "/" + f.doorman, Dial: f.pods.dial}, f.clock, recorder)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(f.ctx)

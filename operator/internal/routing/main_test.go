@@ -19,9 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,10 +31,10 @@ import (
 )
 
 var (
-	cfg    *rest.Config
-	k8s    client.Client
-	scheme = runtime.NewScheme()
-	events record.EventRecorder
+	cfg      *rest.Config
+	k8s      client.Client
+	scheme   = runtime.NewScheme()
+	recorder *countingRecorder
 )
 
 const doormanNS = "napwake-system"
@@ -65,10 +64,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	defer b.Shutdown()
-	events = b.NewRecorder(scheme, corev1.EventSource{Component: "napwake-routing-test"})
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	stop := make(chan struct{})
+	b.StartRecordingToSink(stop)
+	defer func() { close(stop); b.Shutdown() }()
+	recorder = &countingRecorder{EventRecorder: b.NewRecorder(scheme, "napwake-routing-test"), calls: map[string]int{}}
 	return m.Run()
 }
 
@@ -119,7 +119,7 @@ func (f *fixture) router(mod ...func(*Options)) *Router {
 	for _, m := range mod {
 		m(&opts)
 	}
-	r, err := New(k8s, k8s, opts, f.clock, events)
+	r, err := New(k8s, k8s, opts, f.clock, recorder)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	return r
 }
@@ -268,4 +268,30 @@ func (s *standIns) closeAll() {
 	for _, l := range s.open {
 		_ = l.Close()
 	}
+}
+
+// countingRecorder is the real events recorder, counting the calls made
+// for each object and reason: the events API folds repeats of one event
+// into a series it writes back only every 30 minutes, so the API server
+// alone cannot show that an event was raised once.
+type countingRecorder struct {
+	events.EventRecorder
+	mu    sync.Mutex
+	calls map[string]int // namespace/name/reason
+}
+
+func (r *countingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if o, ok := regarding.(client.Object); ok {
+		r.mu.Lock()
+		r.calls[o.GetNamespace()+"/"+o.GetName()+"/"+reason]++
+		r.mu.Unlock()
+	}
+	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// count returns how often reason was raised on o.
+func (r *countingRecorder) count(o client.Object, reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[o.GetNamespace()+"/"+o.GetName()+"/"+reason]
 }

@@ -61,7 +61,7 @@ func TestSlicesAreInPlaceBeforeTheScaleToZero(t *testing.T) {
 		Config: c, REST: cfg, Log: logr.Discard(), SkipNameValidation: true,
 		NewRouter: func(deps manager.RouterDeps) (controller.Router, error) {
 			return New(deps.Manager.GetClient(), deps.Manager.GetAPIReader(), Options{DoormanService: c.DoormanService, Dial: f.pods.dial},
-				deps.Clock, deps.Manager.GetEventRecorderFor("napwake-routing"))
+				deps.Clock, deps.Manager.GetEventRecorder("napwake-routing"))
 		},
 	})
 	f.g.Expect(err).NotTo(HaveOccurred())

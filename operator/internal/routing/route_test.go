@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -240,15 +239,7 @@ func TestNoReadinessProbeEventOncePerPause(t *testing.T) {
 		f.g.Expect(err).NotTo(HaveOccurred())
 	}
 	f.g.Eventually(func() []string { return f.eventReasons(mw) }).Should(ContainElement("NoReadinessProbe/Warning"))
-	f.g.Consistently(func() int {
-		n := 0
-		var list corev1.EventList
-		_ = k8s.List(f.ctx, &list)
-		for _, e := range list.Items {
-			if e.InvolvedObject.Name == mw.Name && e.InvolvedObject.Namespace == f.ns && e.Reason == "NoReadinessProbe" {
-				n += int(e.Count)
-			}
-		}
-		return n
-	}, 500*time.Millisecond).Should(Equal(1))
+	if n := recorder.count(mw, "NoReadinessProbe"); n != 1 {
+		t.Fatalf("NoReadinessProbe raised %d times in one pause, want once", n)
+	}
 }

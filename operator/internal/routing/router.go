@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -108,7 +108,7 @@ type Router struct {
 	opts     Options
 	doorman  types.NamespacedName
 	clock    clock.PassiveClock
-	recorder record.EventRecorder
+	recorder events.EventRecorder
 
 	// mu guards the allocator; seeded says it holds every status's ports.
 	mu     sync.Mutex
@@ -136,7 +136,7 @@ type Router struct {
 // New returns a Router. c is the manager's (cached) client; reader reads
 // past the cache (the manager's APIReader): Services' own EndpointSlices,
 // which the operator does not cache, and the slices it is about to write.
-func New(c client.Client, reader client.Reader, opts Options, clk clock.PassiveClock, recorder record.EventRecorder) (*Router, error) {
+func New(c client.Client, reader client.Reader, opts Options, clk clock.PassiveClock, recorder events.EventRecorder) (*Router, error) {
 	if c == nil || reader == nil || clk == nil || recorder == nil {
 		return nil, errors.New("routing.New: client, reader, clock and recorder are required")
 	}
@@ -555,7 +555,7 @@ func (r *Router) patchStatus(ctx context.Context, mw *napwakev1alpha1.ManagedWor
 // a retry with backoff from RetryMin to RetryMax. The routes stay, so their
 // ports do.
 func (r *Router) fail(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, routes []napwakev1alpha1.Route, err error) (time.Duration, error) {
-	r.recorder.Event(mw, corev1.EventTypeWarning, napwakev1alpha1.EventRoutingFailed, err.Error())
+	r.recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventRoutingFailed, napwakev1alpha1.EventRoutingFailed, "%s", err.Error())
 	cond := plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonRoutingFailed, Message: err.Error()}
 	if perr := r.patchStatus(ctx, mw, routes, nil, cond); perr != nil {
 		err = errors.Join(err, perr)
@@ -589,7 +589,7 @@ func (r *Router) warnOnce(mw *napwakev1alpha1.ManagedWorkload, reason, msg strin
 	r.warned[key][reason] = pause
 	r.stateMu.Unlock()
 	if !seen || !last.Equal(pause) {
-		r.recorder.Event(mw, corev1.EventTypeWarning, reason, msg)
+		r.recorder.Eventf(mw, nil, corev1.EventTypeWarning, reason, reason, "%s", msg)
 	}
 }
 
