@@ -5,6 +5,9 @@
 #   hack/install-napwake.sh [--set key=value ...]   install or upgrade, wait for the rollout
 #   hack/install-napwake.sh uninstall
 #
+# NAPWAKE_PROMETHEUS_URL, when set, becomes operator.prometheusURL on every
+# install and upgrade (hack/e2e.sh points it at the suite's stand-in).
+#
 # helm is the pinned one hack/helm builds into bin/ (the Go module proxy is
 # the only way in; no helm release binary can be downloaded here). It runs
 # inside the node's network namespace, where the API server is.
@@ -34,6 +37,9 @@ args=()
 for c in operator doorman forwarder; do
   args+=(--set "$c.image.repository=napwake.local/napwake-$c" --set "$c.image.tag=$(cat "$root/$c/VERSION")")
 done
+if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
+  args+=(--set "operator.prometheusURL=$NAPWAKE_PROMETHEUS_URL")
+fi
 step "Installing Napwake ($RELEASE in $NS) with charts/napwake"
 run "$root/bin/helm" upgrade --install "$RELEASE" "$root/charts/napwake" -n "$NS" --create-namespace \
   "${args[@]}" "$@" --wait --timeout 3m

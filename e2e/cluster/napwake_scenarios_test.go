@@ -5,6 +5,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -412,6 +413,65 @@ func scenarioDoormanUpgrade(ctx context.Context, ns string) {
 	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resp.Status).To(Equal(200))
+}
+
+// scenarioActivityQuery: a queue worker no request reaches, with an
+// activity query (napwake.dev/activity-query) that the operator asks a
+// stand-in Prometheus (hack/e2e.sh installs the operator pointing at it).
+// While the query returns above zero the worker stays up past its
+// idleAfter and says why; once it returns zero the worker pauses after
+// idleAfter; when it returns above zero again the worker wakes with
+// lastActivitySource prometheus, its replicas restored.
+func scenarioActivityQuery(ctx context.Context, ns string) {
+	ip := os.Getenv("NAPWAKE_E2E_PROMETHEUS_IP")
+	if ip == "" {
+		Fail("NAPWAKE_E2E_PROMETHEUS_IP is not set: run the suite through hack/e2e.sh (make e2e)")
+	}
+	prom := framework.SampleApp{Name: "prometheus", Namespace: ns, Replicas: 1, StartupDelay: time.Millisecond, StandInPrometheus: true, ClusterIP: ip}
+	Expect(fw.Deploy(ctx, prom)).To(Succeed())
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, prom.Name) }).Should(Equal(int32(1)))
+	setActivity := func(v string) {
+		GinkgoHelper()
+		Eventually(func() (int, error) {
+			r, err := framework.HTTPGet(ctx, "http://"+ip+"/set-activity?value="+v, nil, 5*time.Second)
+			if err != nil {
+				return 0, err
+			}
+			return r.Status, nil
+		}).Should(Equal(http.StatusOK), "setting the stand-in Prometheus's answer")
+	}
+	source := func() string {
+		mw, err := fw.ManagedWorkload(ctx, ns, "worker")
+		if err != nil {
+			return err.Error()
+		}
+		return mw.Status.LastActivitySource
+	}
+
+	setActivity("3")
+	worker := optedIn("worker", ns, 2, "1m")
+	worker.Annotations[napwakev1alpha1.AnnotationActivityQuery] = `sum(queue_depth{queue="jobs"})`
+	deployRunning(ctx, worker)
+	Eventually(source).WithTimeout(time.Minute).Should(Equal(napwakev1alpha1.SourcePrometheus),
+		"the query's answer is the worker's activity")
+	mw, err := fw.ManagedWorkload(ctx, ns, worker.Name)
+	Expect(err).NotTo(HaveOccurred())
+	signals := apimeta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionActivitySignals)
+	Expect(signals).NotTo(BeNil())
+	Expect(signals.Message).To(ContainSubstring("its Prometheus activity query"), "ActivitySignals names the query as a signal in use")
+	Consistently(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, worker.Name) }).
+		WithTimeout(75*time.Second).WithPolling(5*time.Second).Should(Equal(napwakev1alpha1.PhaseRunning),
+		"a worker whose queue has work stays up past its idleAfter (1m)")
+
+	setActivity("0")
+	expectPausedAndRouted(ctx, ns, worker.Name, 3*time.Minute)
+
+	setActivity("2")
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, worker.Name) }).
+		WithTimeout(90*time.Second).Should(Equal(napwakev1alpha1.PhaseRunning), "work in the queue wakes it (queries every 30 s)")
+	Expect(source()).To(Equal(napwakev1alpha1.SourcePrometheus))
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, worker.Name) }).
+		WithTimeout(time.Minute).Should(Equal(int32(2)), "a wake restores the replicas it had")
 }
 
 func uids(pods []corev1.Pod) []string {

@@ -93,6 +93,9 @@ var _ = Describe("Napwake", func() {
 	It("keeps paused workloads paused and routed through a doorman-only Helm upgrade", func() {
 		inNamespace("upgrade", nil, scenarioDoormanUpgrade)
 	})
+	It("keeps a queue worker up while its Prometheus activity query returns work, pauses it, and wakes it when work returns", func() {
+		inNamespace("query", nil, scenarioActivityQuery)
+	})
 	It("routes a Service shared by two paused workloads, and one request wakes both", func() {
 		inNamespace("shared", nil, scenarioSharedService)
 	})

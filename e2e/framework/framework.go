@@ -85,6 +85,10 @@ type SampleApp struct {
 	Labels       map[string]string // extra labels on the Deployment (napwake.dev/enabled…)
 	Annotations  map[string]string // on the Deployment (napwake.dev/idle-after…)
 	Greet        bool              // also serve a greet-first TCP port 3306
+	// StandInPrometheus also answers Prometheus instant queries with the
+	// value SetActivity sets (the sample app's --stand-in-prometheus).
+	StandInPrometheus bool
+	ClusterIP         string // the Service's ClusterIP; empty: the cluster picks
 }
 
 // Deployment renders the app's Deployment: a readiness probe on /ready,
@@ -100,6 +104,9 @@ func (a SampleApp) Deployment() *appsv1.Deployment {
 	if a.Greet {
 		args = append(args, "--greet-listen=:3306")
 		ports = append(ports, corev1.ContainerPort{Name: "mysql", ContainerPort: 3306})
+	}
+	if a.StandInPrometheus {
+		args = append(args, "--stand-in-prometheus")
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels, Annotations: a.Annotations},
@@ -148,7 +155,7 @@ func (a SampleApp) Service() *corev1.Service {
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
-		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": a.Name}, Ports: ports},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": a.Name}, Ports: ports, ClusterIP: a.ClusterIP},
 	}
 }
 

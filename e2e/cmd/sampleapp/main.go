@@ -2,7 +2,9 @@
 // and wake: a small HTTP server whose readiness passes only after a startup
 // delay, as a real app's would, and which can also greet first on a raw TCP
 // port like MySQL does, for the server-speaks-first scenario. It can also act
-// as a client (`sampleapp get URL`), since its image has no shell or curl.
+// as a client (`sampleapp get URL`), since its image has no shell or curl,
+// and as a stand-in Prometheus (`--stand-in-prometheus`) whose every instant
+// query answers one value the suite sets, for the activity-query scenario.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,6 +38,7 @@ func serve() error {
 	greet := flag.String("greet-listen", "", "if set, a raw TCP address that greets each connection first")
 	startup := flag.Duration("startup-delay", time.Second, "time before /ready passes, as a real app's start-up")
 	message := flag.String("message", "hello from the sample app", "what / answers")
+	promStandIn := flag.Bool("stand-in-prometheus", false, "also answer Prometheus instant queries (/api/v1/query) with the value /set-activity?value=N sets (0 at start)")
 	flag.Parse()
 
 	var ready atomic.Bool
@@ -55,6 +59,9 @@ func serve() error {
 		w.Header().Set("X-Sampleapp-Pod", host)
 		fmt.Fprintf(w, "%s (pod %s, up %s)\n", *message, host, time.Since(started).Round(time.Millisecond))
 	})
+	if *promStandIn {
+		standInPrometheus(mux)
+	}
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -77,6 +84,29 @@ func serve() error {
 		return err
 	}
 	return nil
+}
+
+// standInPrometheus answers every instant query (GET /api/v1/query, as
+// Prometheus's HTTP API does) with a one-sample vector holding the value
+// last set with /set-activity?value=N, and logs each query it was asked.
+func standInPrometheus(mux *http.ServeMux) {
+	var value atomic.Value
+	value.Store("0")
+	mux.HandleFunc("/set-activity", func(w http.ResponseWriter, r *http.Request) {
+		v := r.URL.Query().Get("value")
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			http.Error(w, "value: want a number", http.StatusBadRequest)
+			return
+		}
+		value.Store(v)
+		fmt.Fprintf(w, "activity %s\n", v)
+	})
+	mux.HandleFunc("/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
+		v := value.Load().(string)
+		fmt.Fprintf(os.Stderr, "query %q: %s\n", r.FormValue("query"), v)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,%q]}]}}`, time.Now().Unix(), v)
+	})
 }
 
 // greetLoop speaks first on each connection, like MySQL's handshake, then
