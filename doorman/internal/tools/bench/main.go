@@ -48,7 +48,7 @@ var (
 	rounds     = flag.Int("rounds", 10000, "round trips per latency run")
 	haproxy    = flag.String("haproxy", "haproxy", "HAProxy binary")
 	held       = flag.Int("held", 2048, "connections held for the memory measurement")
-	parts      = flag.String("parts", "pass,memory,wake", "which parts to run, comma-separated: pass (throughput and latency), memory, wake")
+	parts      = flag.String("parts", "pass,memory,wake", "which parts to run, comma-separated: pass (throughput and latency), latency (latency only, -pass-rounds rounds), memory, wake")
 	wakeRounds = flag.Int("wake-rounds", 5, "rounds of each wake-to-first-byte run")
 	wakeHeld   = flag.String("wake-held", "1,50,256", "held connections for each wake-to-first-byte run, comma-separated")
 	clientNS   = flag.String("client-netns", "", "pass part only: the network namespace (a path such as /run/netns/x) the load generator dials from")
@@ -97,6 +97,11 @@ func run() error {
 
 	if want("pass") {
 		if err := passThrough(ctx); err != nil {
+			return err
+		}
+	}
+	if want("latency") {
+		if err := latencyRounds(ctx); err != nil {
 			return err
 		}
 	}
@@ -162,34 +167,45 @@ func want(part string) bool { return slices.Contains(strings.Split(*parts, ","),
 
 // passThrough compares throughput and latency of a direct connection,
 // HAProxy and the doorman.
-func passThrough(ctx context.Context) error {
+// benchPath is one way to the test backends: direct, through HAProxy or
+// through a doorman.
+type benchPath struct{ name, sink, echo string }
+
+// startPaths starts the test backends (a sink and an echo), one doorman
+// process and one HAProxy serving both, and returns the three paths.
+func startPaths(ctx context.Context) ([]benchPath, func(), error) {
 	sink, err := listen(serveSink)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	echo, err := listen(serveEcho)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-
 	// One doorman process serves both, as one HAProxy process does.
 	door, stopDoor, err := doorman(ctx, sink.Addr().String(), echo.Addr().String())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer stopDoor()
-	doorSink, doorEcho := door[0], door[1]
 	haSink, haEcho, stopHA, err := startHAProxy(sink.Addr().String(), echo.Addr().String())
+	if err != nil {
+		stopDoor()
+		return nil, nil, err
+	}
+	paths := []benchPath{
+		{"direct", sink.Addr().String(), echo.Addr().String()},
+		{"haproxy 2.6 mode tcp", haSink, haEcho},
+		{"doorman", door[0], door[1]},
+	}
+	return paths, func() { stopHA(); stopDoor() }, nil
+}
+
+func passThrough(ctx context.Context) error {
+	paths, stop, err := startPaths(ctx)
 	if err != nil {
 		return err
 	}
-	defer stopHA()
-
-	paths := []struct{ name, sink, echo string }{
-		{"direct", sink.Addr().String(), echo.Addr().String()},
-		{"haproxy 2.6 mode tcp", haSink, haEcho},
-		{"doorman", doorSink, doorEcho},
-	}
+	defer stop()
 	// The paths take turns, round after round, so a change in the
 	// machine's load touches each alike; each figure is the median of
 	// its rounds.
@@ -226,7 +242,63 @@ func passThrough(ctx context.Context) error {
 	d, ha, dm := med[0], med[1], med[2]
 	fmt.Printf("\nRatios, doorman / HAProxy: throughput 1 stream %.2f, 8 streams %.2f; added latency (over direct) p50 %.1f µs vs %.1f µs, p99 %.1f µs vs %.1f µs.\n\n",
 		dm.t1[0]/ha.t1[0], dm.t8[0]/ha.t8[0], dm.p50[0]-d.p50[0], ha.p50[0]-d.p50[0], dm.p99[0]-d.p99[0], ha.p99[0]-d.p99[0])
+	gh, gd := got[1], got[2]
+	fmt.Printf("Rounds in which the doorman did at least as well as HAProxy: throughput 1 stream %d of %d, 8 streams %d of %d; latency p50 %d, p99 %d.\n\n",
+		noWorse(gd.t1, gh.t1, false), *passRounds, noWorse(gd.t8, gh.t8, false), *passRounds, noWorse(gd.p50, gh.p50, true), noWorse(gd.p99, gh.p99, true))
 	return nil
+}
+
+// noWorse counts the rounds in which a did at least as well as b: no more
+// when lower is better, no less otherwise.
+func noWorse(a, b []float64, lowerIsBetter bool) int {
+	n := 0
+	for i := range a {
+		if (lowerIsBetter && a[i] <= b[i]) || (!lowerIsBetter && a[i] >= b[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// latencyRounds measures only the added latency, for -pass-rounds rounds,
+// the paths taking turns, and counts the rounds in which the doorman's
+// p50 and p99 were no more than HAProxy's: at a few microseconds apart,
+// a median of five rounds alone cannot tell a tie from a difference.
+func latencyRounds(ctx context.Context) error {
+	paths, stop, err := startPaths(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	p50s, p99s := make([][]float64, len(paths)), make([][]float64, len(paths))
+	for range *passRounds {
+		for i, p := range paths {
+			p50, p99, err := latency(p.echo)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			p50s[i], p99s[i] = append(p50s[i], us(p50)), append(p99s[i], us(p99))
+		}
+	}
+	fmt.Printf("## %s\n\n", *title)
+	fmt.Printf("Medians of %d rounds (range in brackets); each round runs every path in turn, %d round trips each.\n\n", *passRounds, *rounds)
+	fmt.Printf("| path | latency p50 µs | latency p99 µs |\n|---|---|---|\n")
+	for i, p := range paths {
+		fmt.Printf("| %s | %s | %s |\n", p.name, spread(p50s[i], "%.1f"), spread(p99s[i], "%.1f"))
+	}
+	ha, dm := 1, 2
+	fmt.Printf("\nRounds in which the doorman's latency was no more than HAProxy's: p50 %d of %d, p99 %d of %d. Mean difference, doorman − HAProxy: p50 %+.2f µs, p99 %+.2f µs.\n\n",
+		noWorse(p50s[dm], p50s[ha], true), *passRounds, noWorse(p99s[dm], p99s[ha], true), *passRounds, meanDiff(p50s[dm], p50s[ha]), meanDiff(p99s[dm], p99s[ha]))
+	return nil
+}
+
+// meanDiff is the mean of a[i]-b[i].
+func meanDiff(a, b []float64) float64 {
+	var d float64
+	for i := range a {
+		d += a[i] - b[i]
+	}
+	return d / float64(len(a))
 }
 
 func median(v []float64) float64 {
