@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Benchmarks the doorman's pass-through path beside HAProxy (mode tcp) and a
 # direct connection, on loopback (as the machine schedules them, with the
-# proxies pinned to a CPU of their own, and with everything on one CPU)
-# and, as root, between network namespaces it makes joined by veth pairs;
-# plus the memory of 2048 held
+# proxies pinned to a CPU of their own, and with everything on one CPU,
+# then 30 rounds of latency alone on one CPU) and, as root, between network
+# namespaces it makes joined by veth pairs; plus the memory of 2048 held
 # connections and wake-to-first-byte with 1, 50 and 256 held (from the
-# endpoints table, and through a real API server's watch). Writes the
-# report, with the machine, to docs/bench/doorman.md (OUT= to change).
+# endpoints table, and through a real API server's watch). Each table says
+# in how many rounds the doorman did at least as well as HAProxy. Writes
+# the report, with the machine, to docs/bench/doorman.md (OUT= to change).
 # Bounded: each throughput run lasts -duration (2 s), five rounds per path,
-# and the whole run about nine minutes. Extra arguments go to the bench
+# and the whole run about ten minutes. Extra arguments go to the bench
 # program (doorman/internal/tools/bench): -duration, -pass-rounds, -rounds,
 # -held, -wake-held, -wake-rounds, -haproxy.
 # NAPWAKE_BENCH_CPUPROFILE=FILE writes a CPU profile of the doorman process
