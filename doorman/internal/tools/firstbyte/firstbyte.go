@@ -81,11 +81,16 @@ func (r *Recorder) Serve(c net.Conn) {
 	defer c.Close()
 	read, kernel, err := readFirst(c)
 	if err == nil {
+		if kernel.IsZero() {
+			// No receive timestamp came with the byte: count it at its
+			// read, which is later than its arrival, so a missing
+			// timestamp never makes a wake look faster (a whole round
+			// without them used to report an arrival p99 of 0).
+			kernel = read
+		}
 		r.mu.Lock()
 		r.arrivals = append(r.arrivals, read)
-		if !kernel.IsZero() {
-			r.kernel = append(r.kernel, kernel)
-		}
+		r.kernel = append(r.kernel, kernel)
 		r.mu.Unlock()
 		r.got <- struct{}{}
 	}
@@ -152,8 +157,8 @@ func (r *Recorder) Percentiles(t0 time.Time) (p50, p99, max time.Duration) {
 }
 
 // KernelPercentiles returns p50, p99 and the maximum of the arrivals at the
-// pod's sockets after t0; zeros when the stand-in pod was not made by
-// Listen.
+// pod's sockets after t0 (a byte without a receive timestamp, as from a
+// stand-in pod not made by Listen, counts at its read).
 func (r *Recorder) KernelPercentiles(t0 time.Time) (p50, p99, max time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
