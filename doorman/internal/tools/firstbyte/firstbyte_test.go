@@ -27,19 +27,7 @@ func TestAByteWithoutAReceiveTimestampCountsAtItsRead(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
-	for range 3 {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.Write([]byte("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rec.Wait(3, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	sendFirstBytes(t, rec, ln.Addr().String(), 3)
 	k50, k99, kmax := rec.KernelPercentiles(t0)
 	r50, r99, rmax := rec.Percentiles(t0)
 	if k50 <= 0 || k99 <= 0 {
@@ -60,20 +48,29 @@ func TestListenTimestampsArrivalsNoLaterThanReads(t *testing.T) {
 	}
 	defer ln.Close()
 	t0 := time.Now()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Wait(1, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	sendFirstBytes(t, rec, ln.Addr().String(), 1)
 	k, _, _ := rec.KernelPercentiles(t0)
 	r, _, _ := rec.Percentiles(t0)
 	if k <= 0 || k > r {
 		t.Fatalf("arrival %v, read %v: want 0 < arrival <= read", k, r)
+	}
+}
+
+// sendFirstBytes makes n connections to addr, each sending one byte, and
+// waits until rec has recorded them all.
+func sendFirstBytes(t *testing.T, rec *Recorder, addr string, n int) {
+	t.Helper()
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Wait(n, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
