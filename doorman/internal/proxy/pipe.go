@@ -48,12 +48,12 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 	closeBoth()
 }
 
-// copyHalf copies src to dst with splice (spliceCopy). At src's end it
-// half-closes dst; on an error it closes both.
-// It first waits for src to have something to say: splicing takes a pipe,
-// and a connection that has not spoken yet (as most callers, once their
-// request is replayed, wait for the answer) should not hold one, nor make
-// one while hundreds of held callers are being passed on at once.
+// copyHalf copies src to dst (streamCopy: messages through a small buffer,
+// streams with splice). At src's end it half-closes dst; on an error it
+// closes both.
+// It first waits for src to have something to say, so a replayed caller
+// waiting for its answer sets nothing up, nor do hundreds of held callers
+// being passed on at once.
 //
 // Once src speaks, the kernel buffers this direction goes through (src's
 // receive buffer, dst's send buffer) are capped at buf bytes when buf > 0.
@@ -72,7 +72,7 @@ func copyHalf(dst, src *net.TCPConn, buf int, closeBoth func()) {
 		_ = src.SetReadBuffer(buf)
 		_ = dst.SetWriteBuffer(buf)
 	}
-	if _, err := spliceCopy(dst, src); err != nil {
+	if _, err := streamCopy(dst, src); err != nil {
 		closeBoth()
 		return
 	}
