@@ -88,11 +88,10 @@ func (s *Server) handle(ctx context.Context, c *net.TCPConn, port int, r Route, 
 // pod and passes it on.
 func (s *Server) hold(ctx context.Context, h *heldConn, release func(), port int, r Route, removed bool, src netip.Addr) (wait func()) {
 	start := s.cfg.Clock.Now()
-	deadline := time.Now().Add(r.Workload.maxWait()) // real time: it becomes a socket deadline
+	t := s.termsFor(r)
+	deadline := time.Now().Add(t.maxWait) // real time: it becomes a socket deadline
 	key := r.Key()
-	w := r.Workload
-	opts := classify.Options{ExtraAgents: s.cfg.ExtraAgents, Page: w.Page,
-		Ask: w.Ask && w.Phase != string(v1alpha1.PhaseResuming)}
+	opts := classify.Options{ExtraAgents: s.cfg.ExtraAgents, Page: t.page, Ask: t.ask}
 
 	silenceAt := time.Now().Add(s.cfg.Silence)
 	var res classify.Result
@@ -180,7 +179,7 @@ func (s *Server) waitAndPass(ctx context.Context, h *heldConn, release func(), p
 	if wake {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go s.wakeLoop(wctx, r, src, s.cfg.Clock.Now().Add(r.Workload.maxWait()))
+		go s.wakeLoop(wctx, r, src, s.cfg.Clock.Now().Add(s.termsFor(r).maxWait))
 	}
 	var lastDialErr error
 	var retryAt time.Time
@@ -445,6 +444,32 @@ func (s *Server) sharing(r Route) []Workload {
 		out = append(out, pl.route.Workload)
 	}
 	return out
+}
+
+// terms are the wake settings a connection is held under.
+type terms struct {
+	ask, page bool
+	maxWait   time.Duration
+}
+
+// termsFor returns the terms of a connection to r: its workload's, and
+// for a Service shared by paused workloads (sharing) the strictest of
+// theirs, so that no workload is woken in a way its own settings refuse.
+// The connection asks if any of them asks, gets the waking-up page only
+// if every one of them shows it, and waits the longest maxWait among
+// them: a Ready pod of any of them serves it. A sharer that is Running
+// is not waiting to be woken and has no say.
+func (s *Server) termsFor(r Route) terms {
+	t := terms{page: true}
+	for _, w := range s.sharing(r) {
+		if w.Key() != r.Workload.Key() && w.Phase == string(v1alpha1.PhaseRunning) {
+			continue
+		}
+		t.ask = t.ask || (w.Ask && w.Phase != string(v1alpha1.PhaseResuming))
+		t.page = t.page && w.Page
+		t.maxWait = max(t.maxWait, w.maxWait())
+	}
+	return t
 }
 
 // woken is when this doorman last woke a workload, and the pause it woke.

@@ -419,3 +419,60 @@ func TestARequestToASharedServiceWakesEveryPausedWorkloadBehindIt(t *testing.T) 
 		t.Fatalf("%d wakes, want the two paused workloads behind Service api once each", n)
 	}
 }
+
+// A Service shared by paused workloads is held under the strictest of
+// their settings: nothing wakes a workload in a way its own refuse.
+func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) {
+	shared := func(t *testing.T, owner Workload, set func(*Workload)) *harness {
+		h := newHarness(t, testConfig(), owner)
+		sharer := h.route
+		sharer.DoormanPort, sharer.Workload.Name = freePort(t), "api-canary"
+		set(&sharer.Workload)
+		if failed := h.srv.SetRoutes([]Route{h.route, sharer}); len(failed) > 0 {
+			t.Fatal(failed)
+		}
+		return h
+	}
+	t.Run("a sharer that asks: a request is turned away, nothing wakes", func(t *testing.T) {
+		h := shared(t, testWorkload(), func(w *Workload) { w.Ask = true })
+		c := h.dial()
+		_, _ = c.Write([]byte("GET /api HTTP/1.1\r\nHost: x\r\n\r\n"))
+		if got := readAll(t, c); !bytes.Equal(got, page.Asleep(false, false)) {
+			t.Fatalf("got %q, want the asleep answer", got)
+		}
+		wait(t, "turned away", func() bool { _, ta, _ := h.rec.counts(); return ta == 1 })
+		if n, _, _ := h.rec.counts(); n != 0 {
+			t.Fatalf("%d wakes; a sharer asks", n)
+		}
+	})
+	t.Run("a Running sharer that asks has no say", func(t *testing.T) {
+		h := shared(t, testWorkload(), func(w *Workload) { w.Ask, w.Phase = true, "Running" })
+		c := h.dial()
+		_, _ = c.Write([]byte("GET /api HTTP/1.1\r\nHost: x\r\n\r\n"))
+		wait(t, "the owner woken", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+	})
+	t.Run("a sharer without the page: a browser is held", func(t *testing.T) {
+		h := shared(t, testWorkload(), func(w *Workload) { w.Page = false })
+		b := newBackend(t)
+		c := h.dial()
+		_, _ = c.Write([]byte(chromeNav))
+		wait(t, "both woken", func() bool { n, _, _ := h.rec.counts(); return n == 2 })
+		h.ready(b)
+		wait(t, "the browser's request at the pod", func() bool { return string(b.received(0)) == chromeNav })
+	})
+	t.Run("a sharer that waits longer: held past the owner's maxWait", func(t *testing.T) {
+		owner := testWorkload()
+		owner.MaxWait = 300 * time.Millisecond
+		h := shared(t, owner, func(w *Workload) { w.MaxWait = 5 * time.Second })
+		b := newBackend(t)
+		c := h.dial()
+		_, _ = c.Write([]byte("x"))
+		// Nothing may come back for twice the owner's maxWait.
+		_ = c.SetReadDeadline(time.Now().Add(600 * time.Millisecond))
+		if n, err := c.Read(make([]byte, 1)); !isTimeout(err) {
+			t.Fatalf("read %d bytes, %v; want the caller still held", n, err)
+		}
+		h.ready(b)
+		wait(t, "the request at the pod", func() bool { return string(b.received(0)) == "x" })
+	})
+}
