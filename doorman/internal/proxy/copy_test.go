@@ -312,3 +312,48 @@ func tcpInfo(c *net.TCPConn) (*unix.TCPInfo, error) {
 	}
 	return info, gerr
 }
+
+// FuzzStreamCopy: whatever is sent, in pieces of whatever sizes (on both
+// sides of the message buffer, so a direction goes from messages to
+// splicing and back), arrives exactly, and the copy counts every byte.
+func FuzzStreamCopy(f *testing.F) {
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), []byte{0, 3})
+	f.Add(bytes.Repeat([]byte("z"), 3*messageBuf+7), []byte{63, 64, 0, 255})
+	f.Fuzz(func(t *testing.T, data, pieces []byte) {
+		if len(data) == 0 || len(data) > 48<<10 { // three times the largest piece: enough to switch back and forth
+			return
+		}
+		sender, src := tcpPair(t)
+		dst, receiver := tcpPair(t)
+		counted := make(chan int64, 1)
+		go func() {
+			n, _ := streamCopy(dst, src)
+			_ = dst.CloseWrite()
+			counted <- n
+		}()
+		go func() {
+			for i, rest := 0, data; len(rest) > 0; i++ {
+				n := len(rest)
+				if len(pieces) > 0 {
+					n = min(n, int(pieces[i%len(pieces)])*64+1) // 1 byte to 16 KiB
+				}
+				if _, err := sender.Write(rest[:n]); err != nil {
+					return
+				}
+				rest = rest[n:]
+			}
+			_ = sender.CloseWrite()
+		}()
+		_ = receiver.SetReadDeadline(time.Now().Add(20 * time.Second)) // fail, not hang
+		got, err := io.ReadAll(receiver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("received %d bytes differing from the %d sent", len(got), len(data))
+		}
+		if n := <-counted; n != int64(len(data)) {
+			t.Fatalf("the copy counted %d bytes, want %d", n, len(data))
+		}
+	})
+}
