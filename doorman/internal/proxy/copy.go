@@ -162,12 +162,7 @@ func (c *copier) message(fd int) bool {
 		c.putBuf()
 		return false
 	}
-	if e != nil {
-		c.rerr, c.rop = e, "read"
-		return true
-	}
-	if n == 0 {
-		c.n = -1
+	if c.ended(n, e, "read") {
 		return true
 	}
 	c.n, c.off = n, 0
@@ -189,6 +184,21 @@ func (c *copier) message(fd int) bool {
 		return false
 	}
 	return true
+}
+
+// ended reports whether a read from the source (by op) that returned n and
+// e, not EAGAIN, ends the copy: at an error, or at the source's end, which
+// it marks by setting c.n to -1.
+func (c *copier) ended(n int, e error, op string) bool {
+	if e != nil {
+		c.rerr, c.rop = e, op
+		return true
+	}
+	if n == 0 {
+		c.n = -1
+		return true
+	}
+	return false
 }
 
 // recv reads into the buffer and says how many bytes the kernel still
@@ -260,12 +270,7 @@ func (c *copier) splice(fd int) bool {
 		c.burst = 0
 		return false
 	}
-	if e != nil {
-		c.rerr, c.rop = e, "splice"
-		return true
-	}
-	if n == 0 {
-		c.n = -1
+	if c.ended(n, e, "splice") {
 		return true
 	}
 	c.p.data += n

@@ -239,11 +239,17 @@ func TestABrowserGetsTheWakingUpPageAndWakes(t *testing.T) {
 func TestWithPageOffABrowserIsHeld(t *testing.T) {
 	w := testWorkload()
 	w.Page = false
-	h := newHarness(t, testConfig(), w)
+	browserIsHeld(t, newHarness(t, testConfig(), w), 1)
+}
+
+// browserIsHeld: a browser's navigation is held, not answered with the
+// page: it makes wakes wakes, and reaches the pod once one is Ready.
+func browserIsHeld(t *testing.T, h *harness, wakes int) {
+	t.Helper()
 	b := newBackend(t)
 	c := h.dial()
 	_, _ = c.Write([]byte(chromeNav))
-	wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+	wait(t, "the wakes", func() bool { n, _, _ := h.rec.counts(); return n == wakes })
 	h.ready(b)
 	wait(t, "the browser's request at the pod", func() bool { return string(b.received(0)) == chromeNav })
 }
@@ -452,13 +458,7 @@ func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) 
 		wait(t, "the owner woken", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
 	})
 	t.Run("a sharer without the page: a browser is held", func(t *testing.T) {
-		h := shared(t, testWorkload(), func(w *Workload) { w.Page = false })
-		b := newBackend(t)
-		c := h.dial()
-		_, _ = c.Write([]byte(chromeNav))
-		wait(t, "both woken", func() bool { n, _, _ := h.rec.counts(); return n == 2 })
-		h.ready(b)
-		wait(t, "the browser's request at the pod", func() bool { return string(b.received(0)) == chromeNav })
+		browserIsHeld(t, shared(t, testWorkload(), func(w *Workload) { w.Page = false }), 2)
 	})
 	t.Run("a sharer that waits longer: held past the owner's maxWait", func(t *testing.T) {
 		owner := testWorkload()
