@@ -41,7 +41,7 @@ var messageBufs = sync.Pool{New: func() any { return new([messageBuf]byte) }}
 //     Read and Write park the goroutine on EAGAIN.
 //
 //   - A message (what one read finds, when it does not fill messageBuf) is
-//     read and written through a small pooled buffer, as HAProxy's
+//     read and written through a small pooled buffer, much as HAProxy's
 //     splice-auto does: for a few hundred bytes two splices cost more than
 //     a read and a write. A read that fills the buffer switches the
 //     direction to splice until a wake-up moves less than the buffer.
@@ -52,7 +52,7 @@ var messageBufs = sync.Pool{New: func() any { return new([messageBuf]byte) }}
 //     something left). That saves a system call per message each way. A
 //     reset that came in with the message is the one thing TCP_INQ does
 //     not count, and the netpoller, edge-triggered, reports the two as one
-//     event; so after parking so the copy reads once more recheckAfter
+//     event; so a copy that parked this way reads once more recheckAfter
 //     later (a read deadline, armed once, not per message).
 //
 // Measured: docs/bench/doorman.md, "everything on one CPU".
