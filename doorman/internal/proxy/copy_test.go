@@ -299,20 +299,6 @@ func settleReadiness(t *testing.T, c *net.TCPConn) {
 	t.Fatal("the netpoller kept reporting readiness")
 }
 
-// tcpInfo reads c's TCP_INFO.
-func tcpInfo(c *net.TCPConn) (*unix.TCPInfo, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var info *unix.TCPInfo
-	var gerr error
-	if err := rc.Control(func(fd uintptr) { info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
-		return nil, err
-	}
-	return info, gerr
-}
-
 // FuzzStreamCopy: whatever is sent, in pieces of whatever sizes (on both
 // sides of the message buffer, so a direction goes from messages to
 // splicing and back), arrives exactly, and the copy counts every byte.

@@ -99,15 +99,24 @@ func waitReadable(c *net.TCPConn) error {
 // from the kernel's TCP_INFO, so the splice path needs no byte counting.
 // When it cannot tell it returns 0: never idle.
 func idleFor(c *net.TCPConn) time.Duration {
-	rc, err := c.SyscallConn()
+	info, err := tcpInfo(c)
 	if err != nil {
-		return 0
-	}
-	var info *unix.TCPInfo
-	var ierr error
-	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
 		return 0
 	}
 	ms := min(info.Last_data_recv, info.Last_data_sent)
 	return time.Duration(ms) * time.Millisecond
+}
+
+// tcpInfo reads c's TCP_INFO.
+func tcpInfo(c *net.TCPConn) (*unix.TCPInfo, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
+		return nil, err
+	}
+	return info, ierr
 }
