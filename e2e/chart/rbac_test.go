@@ -69,9 +69,8 @@ func testRBAC(t *testing.T) {
 		{doormanUser, access{"create", "discovery.k8s.io", "endpointslices", "", app, ""}, false},
 		{doormanUser, access{"watch", "", "pods", "", "", ""}, true},
 		{doormanUser, access{"create", "", "events", "", app, ""}, true},
-		{doormanUser, access{"get", "", "secrets", "", namespace, wakeKeySecret}, true},
-		{doormanUser, access{"update", "", "secrets", "", namespace, wakeKeySecret}, true},
-		{doormanUser, access{"delete", "", "secrets", "", namespace, wakeKeySecret}, false},
+		{doormanUser, access{"get", "", "secrets", "", namespace, wakeKeySecret}, false},
+		{doormanUser, access{"update", "", "secrets", "", namespace, wakeKeySecret}, false},
 		{doormanUser, access{"list", "", "secrets", "", namespace, ""}, false},
 		{doormanUser, access{"watch", "", "secrets", "", namespace, ""}, false},
 		{doormanUser, access{"get", "", "secrets", "", namespace, "napwake-operator-token"}, false},
@@ -83,13 +82,13 @@ func testRBAC(t *testing.T) {
 		{operatorUser, access{"create", "napwake.dev", "managedworkloads", "", app, ""}, true},
 		{operatorUser, access{"update", "napwake.dev", "managedworkloads", "", app, "api"}, true},
 		{operatorUser, access{"update", "napwake.dev", "managedworkloads", "status", app, "api"}, true},
-		{operatorUser, access{"update", "napwake.dev", "managedworkloads", "finalizers", app, "api"}, true},
+		{operatorUser, access{"update", "napwake.dev", "managedworkloads", "finalizers", app, "api"}, false}, // it sets no blockOwnerDeletion on anything it owns
 		{operatorUser, access{"watch", "apps", "deployments", "", "", ""}, true},
 		{operatorUser, access{"watch", "apps", "statefulsets", "", "", ""}, true},
 		{operatorUser, access{"update", "apps", "deployments", "scale", app, "api"}, true},
 		{operatorUser, access{"patch", "apps", "statefulsets", "scale", app, "db"}, true},
 		{operatorUser, access{"update", "apps", "deployments", "", app, "api"}, false},
-		{operatorUser, access{"create", "apps", "deployments", "", app, ""}, false}, // forwarders are off
+		{operatorUser, access{"create", "apps", "deployments", "", app, ""}, false}, // no forwarders yet
 		{operatorUser, access{"delete", "apps", "deployments", "", app, "api"}, false},
 		{operatorUser, access{"list", "", "pods", "", "", ""}, true},
 		{operatorUser, access{"delete", "", "pods", "", app, "api-0"}, false},

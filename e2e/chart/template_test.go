@@ -14,16 +14,15 @@ import (
 )
 
 const (
-	operatorName   = release + "-operator"
-	doormanName    = release + "-doorman"
-	doormanPods    = release + "-doorman-pods"
-	wakeKeySecret  = release + "-doorman-wake-key"
-	doormanUser    = "system:serviceaccount:" + namespace + ":" + doormanName
-	operatorUser   = "system:serviceaccount:" + namespace + ":" + operatorName
-	chartAppVer    = "0.1.0"
-	testDigest     = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	otherDigest    = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
-	forwarderLabel = "napwake-forwarder"
+	operatorName  = release + "-operator"
+	doormanName   = release + "-doorman"
+	doormanPods   = release + "-doorman-pods"
+	wakeKeySecret = release + "-doorman-wake-key"
+	doormanUser   = "system:serviceaccount:" + namespace + ":" + doormanName
+	operatorUser  = "system:serviceaccount:" + namespace + ":" + operatorName
+	chartAppVer   = "0.1.0"
+	testDigest    = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	otherDigest   = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 )
 
 // container returns a Deployment's only container.
@@ -83,9 +82,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 		{"ClusterRole", operatorName}, {"ClusterRoleBinding", operatorName},
 		{"Role", operatorName + "-leader-election"}, {"RoleBinding", operatorName + "-leader-election"},
 		{"ServiceAccount", doormanName}, {"Deployment", doormanName}, {"Service", doormanName}, {"Service", doormanPods},
-		{"PodDisruptionBudget", doormanName}, {"Secret", wakeKeySecret},
+		{"PodDisruptionBudget", doormanName},
 		{"ClusterRole", doormanName}, {"ClusterRoleBinding", doormanName},
-		{"Role", doormanName + "-wake-key"}, {"RoleBinding", doormanName + "-wake-key"},
 		{"ValidatingAdmissionPolicy", doormanName + "-changes-only-wake-annotations"},
 		{"ValidatingAdmissionPolicyBinding", doormanName + "-changes-only-wake-annotations"},
 		{"ValidatingAdmissionPolicy", doormanName + "-only-sets-last-request"},
@@ -98,8 +96,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 			t.Errorf("%s rendered by default: %s", off, got)
 		}
 	}
-	if got := len(objs); got != 21 {
-		t.Errorf("rendered %d objects, want the 21 above: %s", got, objs)
+	if got := len(objs); got != 18 {
+		t.Errorf("rendered %d objects, want the 18 above: %s", got, objs)
 	}
 	for _, u := range objs {
 		if ns := u.GetNamespace(); ns != "" && ns != namespace {
@@ -127,13 +125,11 @@ func TestOperatorDeploymentFollowsTheContract(t *testing.T) {
 		"doorman-service":           namespace + "/" + doormanPods,
 		"ports-per-workload":        "32",
 		"ports-per-namespace":       "256",
-		"neg-forwarder":             "false",
 		"log-format":                "json",
 		"log-level":                 "info",
 	} {
 		wantFlag(t, c, flag, want)
 	}
-	wantNoFlag(t, c, "forwarder-image")
 	wantNoFlag(t, c, "prometheus-url")
 	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAMESPACE" || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 		t.Errorf("env %+v, want POD_NAMESPACE from metadata.namespace", c.Env)
@@ -174,7 +170,7 @@ func TestDoormanDeploymentFollowsTheContract(t *testing.T) {
 	}
 	wantFlag(t, c, "metrics-bind-address", ":8443")
 	wantFlag(t, c, "health-probe-bind-address", ":8081")
-	wantFlag(t, c, "wake-key-secret", wakeKeySecret)
+	wantNoFlag(t, c, "wake-key-secret")
 	wantNoFlag(t, c, "health-check-user-agents")
 	env := map[string]string{}
 	for _, e := range c.Env {
@@ -225,11 +221,6 @@ func TestDoormanDeploymentFollowsTheContract(t *testing.T) {
 	into(t, objs.get(t, "Service", doormanPods), &pods)
 	if pods.Spec.ClusterIP != corev1.ClusterIPNone || pods.Spec.Selector["control-plane"] != "doorman" {
 		t.Errorf("%s: clusterIP %q selector %v, want headless over control-plane: doorman", doormanPods, pods.Spec.ClusterIP, pods.Spec.Selector)
-	}
-	var secret corev1.Secret
-	into(t, objs.get(t, "Secret", wakeKeySecret), &secret)
-	if len(secret.Data) != 0 || len(secret.StringData) != 0 {
-		t.Errorf("wake key Secret renders data %v/%v: Helm must never set it", secret.Data, secret.StringData)
 	}
 }
 
@@ -343,34 +334,13 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			},
 		},
 		{
-			name: "negForwarder passes the forwarder's image and lets the operator create and delete Deployments",
-			args: []string{"--set", "doorman.negForwarder.enabled=true", "--set", "forwarder.image.tag=0.9.0"},
-			check: func(t *testing.T, objs objects) {
-				c := container(t, objs.deployment(t, operatorName))
-				wantFlag(t, c, "neg-forwarder", "true")
-				wantFlag(t, c, "forwarder-image", "napwake-forwarder:0.9.0")
-				for _, verb := range []string{"create", "delete"} {
-					if !clusterRoleGrants(t, objs, operatorName, "apps", "deployments", verb) {
-						t.Errorf("operator may not %s Deployments with the forwarder on", verb)
-					}
-				}
-			},
-		},
-		{
-			name: "without negForwarder the operator may not create or delete Deployments",
+			name: "the operator may not create, update or delete Deployments",
 			check: func(t *testing.T, objs objects) {
 				for _, verb := range []string{"create", "delete", "update"} {
 					if clusterRoleGrants(t, objs, operatorName, "apps", "deployments", verb) {
-						t.Errorf("operator may %s Deployments with the forwarder off", verb)
+						t.Errorf("operator may %s Deployments", verb)
 					}
 				}
-			},
-		},
-		{
-			name: "a forwarder digest wins over its tag",
-			args: []string{"--set", "doorman.negForwarder.enabled=true", "--set", "forwarder.image.digest=" + testDigest},
-			check: func(t *testing.T, objs objects) {
-				wantFlag(t, container(t, objs.deployment(t, operatorName)), "forwarder-image", "napwake-forwarder@"+testDigest)
 			},
 		},
 		{
@@ -570,14 +540,14 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			},
 		},
 		{
-			name: "ingressFrom peers, the operator and the forwarders may reach the routing ports",
-			args: []string{"--set", "networkPolicy.enabled=true", "--set", "doorman.negForwarder.enabled=true", "-f", "testdata/ingress-from.yaml"},
+			name: "ingressFrom peers and the operator may reach the routing ports",
+			args: []string{"--set", "networkPolicy.enabled=true", "-f", "testdata/ingress-from.yaml"},
 			check: func(t *testing.T, objs objects) {
 				np := callersPolicy(t, objs)
 				routing := np.Spec.Ingress[0]
 				wantRoutingPorts(t, routing)
-				if len(routing.From) != 4 {
-					t.Fatalf("routing peers %+v, want ingress-nginx, team checkout, the operator, the forwarders", routing.From)
+				if len(routing.From) != 3 {
+					t.Fatalf("routing peers %+v, want ingress-nginx, team checkout, the operator", routing.From)
 				}
 				if routing.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "ingress-nginx" ||
 					routing.From[1].NamespaceSelector.MatchLabels["team"] != "checkout" {
@@ -585,12 +555,6 @@ func TestEachValueReachesItsObject(t *testing.T) {
 				}
 				if op := routing.From[2]; op.NamespaceSelector != nil || op.PodSelector.MatchLabels["control-plane"] != "controller-manager" {
 					t.Errorf("operator peer %+v", op)
-				}
-				fw := routing.From[3]
-				if fw.NamespaceSelector == nil || len(fw.NamespaceSelector.MatchLabels) != 0 ||
-					fw.PodSelector.MatchLabels["app.kubernetes.io/name"] != forwarderLabel ||
-					fw.PodSelector.MatchLabels["napwake.dev/operator"] != namespace {
-					t.Errorf("forwarder peer %+v, want any namespace, forwarder labels naming %s", fw, namespace)
 				}
 			},
 		},
@@ -748,7 +712,7 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 			[]string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=45"},
 			[]string{"doorman.terminationGracePeriodSeconds (45) must be at least doorman.preStopSleepSeconds + 40 (50)"},
 		},
-		{"the forwarder without the doorman", []string{"--set", "doorman.enabled=false", "--set", "doorman.negForwarder.enabled=true"}, []string{"doorman.negForwarder.enabled needs doorman.enabled"}},
+		{"the NEG forwarder, not built yet", []string{"--set", "doorman.negForwarder.enabled=true"}, []string{"doorman.negForwarder.enabled: the NEG forwarder is not built yet"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ napwake-doorman-wake-key. Keep the <release>-<component> shape.
 {{- define "napwake.operator.name" -}}{{ printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 {{- define "napwake.doorman.name" -}}{{ printf "%s-doorman" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 {{- define "napwake.doorman.podsService" -}}{{ printf "%s-doorman-pods" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
-{{- define "napwake.doorman.wakeKeySecret" -}}{{ printf "%s-doorman-wake-key" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 
 {{/* The username the API server gives the doorman's ServiceAccount. */}}
 {{- define "napwake.doorman.username" -}}
@@ -101,8 +100,8 @@ seccompProfile:
 {{- if lt (int .Values.doorman.terminationGracePeriodSeconds) (int $minGrace) }}
 {{- fail (printf "doorman.terminationGracePeriodSeconds (%v) must be at least doorman.preStopSleepSeconds + 40 (%v): the doorman takes up to 40 s after SIGTERM to pass on or close the connections it holds." .Values.doorman.terminationGracePeriodSeconds $minGrace) }}
 {{- end }}
-{{- if and .Values.doorman.negForwarder.enabled (not .Values.doorman.enabled) }}
-{{- fail "doorman.negForwarder.enabled needs doorman.enabled: forwarders pass connections to the doorman." }}
+{{- if .Values.doorman.negForwarder.enabled }}
+{{- fail "doorman.negForwarder.enabled: the NEG forwarder is not built yet, so the operator cannot run one. Leave it false; Services in GKE NEGs report UnsupportedLoadBalancer until it is." }}
 {{- end }}
 {{- end }}
 

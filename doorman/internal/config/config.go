@@ -28,8 +28,6 @@ type Config struct {
 	HealthProbeBindAddress string
 	// HealthCheckUserAgents are extra probe prefixes (doorman.healthCheckUserAgents), comma-separated.
 	HealthCheckUserAgents string
-	// WakeKeySecret names the wake-key Secret in POD_NAMESPACE ("napwake-doorman-wake-key"); for Ask mode, later.
-	WakeKeySecret string
 	// ListenAddress is the address doorman ports listen on ("" = all).
 	ListenAddress string
 	// PassSocketBuffer caps the kernel socket buffers of a passed-through
@@ -51,7 +49,6 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", ":8443", "address serving Prometheus /metrics over plain HTTP")
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz")
 	fs.StringVar(&c.HealthCheckUserAgents, "health-check-user-agents", "", "comma-separated User-Agent prefixes of your own health checkers, answered 503 without waking")
-	fs.StringVar(&c.WakeKeySecret, "wake-key-secret", "napwake-doorman-wake-key", "name of the wake-key Secret in the doorman's namespace")
 	fs.StringVar(&c.ListenAddress, "listen-address", "", `address doorman ports listen on; "" is all`)
 	fs.IntVar(&c.PassSocketBuffer, "pass-socket-buffer", 512<<10, "bytes each kernel socket buffer of a passed-through connection may hold, each way; 0 leaves them to the kernel's autotuning")
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
@@ -110,9 +107,6 @@ func (c *Config) Validate() error {
 	}
 	if b := c.PassSocketBuffer; b != 0 && (b < minSocketBuffer || b > maxSocketBuffer) {
 		errs = append(errs, fmt.Errorf("--pass-socket-buffer %d: want 0 (the kernel's autotuning) or %d to %d bytes", b, minSocketBuffer, maxSocketBuffer))
-	}
-	if c.WakeKeySecret == "" {
-		errs = append(errs, errors.New("--wake-key-secret must not be empty"))
 	}
 	if err := c.Logging.Validate(); err != nil {
 		errs = append(errs, err)

@@ -21,7 +21,7 @@ func parse(t *testing.T, args ...string) *Config {
 
 func TestDefaultsAreTheContractsAndValid(t *testing.T) {
 	c := parse(t)
-	if c.MetricsBindAddress != ":8443" || c.HealthProbeBindAddress != ":8081" || c.WakeKeySecret != "napwake-doorman-wake-key" || c.ListenAddress != "" ||
+	if c.MetricsBindAddress != ":8443" || c.HealthProbeBindAddress != ":8081" || c.ListenAddress != "" ||
 		c.PassSocketBuffer != 512<<10 {
 		t.Fatalf("defaults %+v", c)
 	}
@@ -46,7 +46,6 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		{[]string{"--listen-address", "localhost"}, "--listen-address"},
 		{[]string{"--health-check-user-agents", "M"}, "too short"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
-		{[]string{"--wake-key-secret", ""}, "--wake-key-secret"},
 		{[]string{"--pass-socket-buffer", "4095"}, "--pass-socket-buffer 4095"},
 		{[]string{"--pass-socket-buffer", "67108865"}, "--pass-socket-buffer 67108865"},
 		{[]string{"--pass-socket-buffer", "-1"}, "--pass-socket-buffer -1"},

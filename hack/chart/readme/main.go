@@ -184,15 +184,13 @@ kubectl label namespace napwake-system pod-security.kubernetes.io/enforce=restri
 helm install napwake charts/napwake --namespace napwake-system
 ` + "```" + `
 
-- **Images.** Each component has its own image (` + "`operator.image`, `doorman.image`, `forwarder.image`" + `),
+- **Images.** Each component has its own image (` + "`operator.image`, `doorman.image`" + `),
   so each upgrades on its own: ` + "`helm upgrade napwake charts/napwake -n napwake-system --reuse-values --set doorman.image.tag=...`" + `
   replaces only the doorman's pods. A digest wins over a tag.
 - **The CRD** is in ` + "`crds/`" + `: Helm installs it but neither upgrades nor deletes it.
-  ` + "`helm uninstall`" + ` removes everything else, the wake key included.
-- **The wake key** Secret (` + "`<release>-doorman-wake-key`" + `) is created empty and filled by the
-  first doorman pod. Upgrades never touch its data (the chart renders none, so the key never
-  sits in Helm's release records). To change the key, empty it; ` + "`helm upgrade --force`" + `
-  replaces every object, this Secret too, and so changes it the same way.
+  ` + "`helm uninstall`" + ` removes everything else.
+- **Not built yet**: ` + "`wake.mode: Ask`" + ` turns callers away with a ` + "`503`" + ` but has no asleep page,
+  so the chart makes no wake key Secret; ` + "`doorman.negForwarder.enabled: true`" + ` is refused at install.
 - **Admission policies** (` + "`doorman.admissionPolicy.enabled`" + `, on): only the doorman's
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with

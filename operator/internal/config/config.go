@@ -39,10 +39,6 @@ type Config struct {
 	PortsPerNamespace int
 	// PrometheusURL is where spec.activity.prometheus queries go; "" turns them off.
 	PrometheusURL string
-	// NEGForwarder runs forwarders for Services behind GKE NEGs. Default false.
-	NEGForwarder bool
-	// ForwarderImage is the napwake-forwarder image the NEG forwarder runs.
-	ForwarderImage string
 	// SyncPeriod is how often every ManagedWorkload is looked at again even
 	// when nothing changed (idle clocks, usage signal). Default 1m.
 	SyncPeriod time.Duration
@@ -81,8 +77,6 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PortsPerWorkload, "ports-per-workload", c.PortsPerWorkload, "most doorman ports one workload takes")
 	fs.IntVar(&c.PortsPerNamespace, "ports-per-namespace", c.PortsPerNamespace, "most doorman ports one namespace takes")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", c.PrometheusURL, `Prometheus base URL for spec.activity.prometheus queries; "" turns them off`)
-	fs.BoolVar(&c.NEGForwarder, "neg-forwarder", c.NEGForwarder, "run NEG forwarders for Services behind GKE container-native load balancing")
-	fs.StringVar(&c.ForwarderImage, "forwarder-image", c.ForwarderImage, "napwake-forwarder image (needed with --neg-forwarder)")
 	fs.DurationVar(&c.SyncPeriod, "sync-period", c.SyncPeriod, "how often every ManagedWorkload is re-checked when nothing changed")
 }
 
@@ -116,9 +110,6 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 			errs = append(errs, fmt.Errorf("--prometheus-url %q: want an http or https base URL such as http://prometheus.monitoring:9090, or \"\" to turn the queries off", c.PrometheusURL))
 		}
-	}
-	if c.NEGForwarder && c.ForwarderImage == "" {
-		errs = append(errs, errors.New("--neg-forwarder needs --forwarder-image"))
 	}
 	if c.LeaderElect && c.LeaderElectionNamespace == "" {
 		errs = append(errs, errors.New("--leader-election-namespace is empty"))

@@ -20,7 +20,7 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "leader-elect": "true",
 		"leader-election-namespace": "napwake-system", "default-idle-after": "30m0s", "default-wake": "request",
 		"doorman-service": "napwake-system/napwake-doorman-pods", "ports-per-workload": "32", "ports-per-namespace": "256",
-		"prometheus-url": "", "neg-forwarder": "false", "forwarder-image": "",
+		"prometheus-url": "",
 	}
 	for name, v := range want {
 		f := fs.Lookup(name)
@@ -55,7 +55,6 @@ func TestValidateRefusesBadValues(t *testing.T) {
 		{"a doorman Service without a namespace", func(c *Config) { c.DoormanService = "doorman" }, "--doorman-service"},
 		{"no ports per workload", func(c *Config) { c.PortsPerWorkload = 0 }, "--ports-per-workload"},
 		{"fewer ports per namespace than per workload", func(c *Config) { c.PortsPerNamespace = 8 }, "--ports-per-namespace"},
-		{"a forwarder without an image", func(c *Config) { c.NEGForwarder = true }, "--forwarder-image"},
 		{"a sync period under a second", func(c *Config) { c.SyncPeriod = time.Millisecond }, "--sync-period"},
 		{"a Prometheus URL without a scheme", func(c *Config) { c.PrometheusURL = "prometheus.monitoring:9090" }, "--prometheus-url"},
 		{"a Prometheus URL with a query", func(c *Config) { c.PrometheusURL = "http://prometheus:9090/?x=1" }, "--prometheus-url"},
