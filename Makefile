@@ -17,9 +17,7 @@ TOOL := GOWORK=off $(GO) -C $(ROOT)/hack/tools tool
 MODULES := apis shared operator doorman forwarder kubectl-napwake e2e
 COMPONENTS := operator doorman forwarder
 # Each deployable module carries its own version: images are tagged with it.
-version = $(shell cat $(ROOT)/$(1)/VERSION)
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-ldflags = -s -w -X napwake.dev/shared/version.Version=$(call version,$(1)) -X napwake.dev/shared/version.Commit=$(COMMIT)
 # Local images are named napwake.local/<image>:<module version>; nothing pulls them.
 IMAGE_PREFIX ?= napwake.local
 GOTEST_FLAGS ?= -race -count=1
@@ -74,7 +72,7 @@ build: ## Static binaries of every deployable into bin/.
 	@mkdir -p $(BIN)
 	@for c in $(COMPONENTS) kubectl-napwake; do \
 	  echo "[$$(date +%H:%M:%S)] building bin/$$c $$(cat $(ROOT)/$$c/VERSION)"; \
-	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X napwake.dev/shared/version.Version=$$(cat $(ROOT)/$$c/VERSION) -X napwake.dev/shared/version.Commit=$(COMMIT)" -o $(BIN)/$$c ./$$c; \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$($(ROOT)/hack/ldflags.sh $$(cat $(ROOT)/$$c/VERSION) $(COMMIT))" -o $(BIN)/$$c ./$$c; \
 	done
 
 .PHONY: images
@@ -117,10 +115,8 @@ verify: lint ## Fail when generated files are stale or a component imports anoth
 	@$(ROOT)/hack/verify.sh
 
 .PHONY: lint
-lint: ## go vet every module, gofmt, and the import rules.
-	@test -z "$$(gofmt -l $(MODULES) hack/tools 2>/dev/null)" || { echo "gofmt needed:"; gofmt -l $(MODULES) hack/tools; exit 1; }
-	$(GO) vet $(foreach m,$(MODULES),./$(m)/...)
-	@$(ROOT)/hack/check-imports.sh
+lint: ## golangci-lint (.golangci.yml: module boundaries, import aliases, vet, ...) over every module, and every go.mod tidy.
+	@$(ROOT)/hack/lint.sh $(MODULES)
 
 ##@ Local cluster
 

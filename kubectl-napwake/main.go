@@ -6,11 +6,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	_ "time/tzdata" // forecast time zones work on machines without a zoneinfo database
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
-
-	_ "time/tzdata" // forecast time zones work on machines without a zoneinfo database
 
 	"napwake.dev/kubectl-napwake/internal/cli"
 	"napwake.dev/shared/signals"

@@ -320,10 +320,10 @@ func managedWorkload(t *testing.T, ns, name string, annotations map[string]strin
 
 var mwGVR = schema.GroupVersionResource{Group: "napwake.dev", Version: "v1alpha1", Resource: "managedworkloads"}
 
-// patchMW merge-patches a ManagedWorkload as a user.
-func patchMW(t *testing.T, c *cluster, ns, name, patch string, subresources ...string) error {
+// patchMW merge-patches a ManagedWorkload in appNS as a user.
+func patchMW(t *testing.T, c *cluster, name, patch string, subresources ...string) error {
 	t.Helper()
-	_, err := c.dyn.Resource(mwGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, subresources...)
+	_, err := c.dyn.Resource(mwGVR).Namespace(appNS).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, subresources...)
 	return err
 }
 
@@ -375,54 +375,54 @@ func testAdmissionPolicies(t *testing.T) {
 	try := 0
 	eventually(t, "the policy refusing others' last-request", func() error {
 		try++
-		if err := patchMW(t, other, appNS, "probe", fmt.Sprintf(`{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.0.0.%d"}}}`, try%250)); err == nil {
+		if err := patchMW(t, other, "probe", fmt.Sprintf(`{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.0.0.%d"}}}`, try%250)); err == nil {
 			return fmt.Errorf("another ServiceAccount set last-request-from")
 		}
 		return nil
 	})
 	eventually(t, "the policy holding the doorman to its annotations", func() error {
 		try++
-		if err := patchMW(t, doorman, appNS, "probe", fmt.Sprintf(`{"metadata":{"annotations":{"example.com/try-%d":"y"}}}`, try)); err == nil {
+		if err := patchMW(t, doorman, "probe", fmt.Sprintf(`{"metadata":{"annotations":{"example.com/try-%d":"y"}}}`, try)); err == nil {
 			return fmt.Errorf("the doorman set another annotation")
 		}
 		return nil
 	})
 
-	wantAllowed(t, patchMW(t, doorman, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/last-request":"2026-10-23T18:05:00Z","napwake.dev/last-request-from":"10.244.1.7"}}}`),
+	wantAllowed(t, patchMW(t, doorman, "api", `{"metadata":{"annotations":{"napwake.dev/last-request":"2026-10-23T18:05:00Z","napwake.dev/last-request-from":"10.244.1.7"}}}`),
 		"the doorman records a wake")
-	wantAllowed(t, patchMW(t, doorman, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/turned-away":"2026-10-23T18:04:12Z/3"}}}`),
+	wantAllowed(t, patchMW(t, doorman, "api", `{"metadata":{"annotations":{"napwake.dev/turned-away":"2026-10-23T18:04:12Z/3"}}}`),
 		"the doorman counts what it turned away")
-	wantDenied(t, patchMW(t, doorman, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":"2026-10-23T18:05:00Z"}}}`),
+	wantDenied(t, patchMW(t, doorman, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":"2026-10-23T18:05:00Z"}}}`),
 		"the doorman sets wake-requested", onlyWakeAnns)
-	wantDenied(t, patchMW(t, doorman, appNS, "api", `{"spec":{"idleAfter":"1m"}}`),
+	wantDenied(t, patchMW(t, doorman, "api", `{"spec":{"idleAfter":"1m"}}`),
 		"the doorman changes the spec", "may not change a ManagedWorkload's spec")
-	wantDenied(t, patchMW(t, doorman, appNS, "api", `{"metadata":{"labels":{"napwake.dev/ignore":"true"}}}`),
+	wantDenied(t, patchMW(t, doorman, "api", `{"metadata":{"labels":{"napwake.dev/ignore":"true"}}}`),
 		"the doorman labels it", "may not change a ManagedWorkload's labels, finalizers or owner references")
-	wantDenied(t, patchMW(t, doorman, appNS, "api", `{"metadata":{"finalizers":["example.com/hold"]}}`),
+	wantDenied(t, patchMW(t, doorman, "api", `{"metadata":{"finalizers":["example.com/hold"]}}`),
 		"the doorman adds a finalizer", "may not change a ManagedWorkload's labels, finalizers or owner references")
-	wantDenied(t, patchMW(t, doorman, appNS, "api", `{"status":{"phase":"Resuming"}}`, "status"),
+	wantDenied(t, patchMW(t, doorman, "api", `{"status":{"phase":"Resuming"}}`, "status"),
 		"the doorman writes status", "forbidden")
 	err := doorman.dyn.Resource(mwGVR).Namespace(appNS).Delete(ctx, "api", metav1.DeleteOptions{})
 	wantDenied(t, err, "the doorman deletes a ManagedWorkload", "forbidden")
 
 	for _, ann := range []string{"napwake.dev/last-request", "napwake.dev/last-request-from"} {
-		wantDenied(t, patchMW(t, other, appNS, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
+		wantDenied(t, patchMW(t, other, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
 			"another ServiceAccount changes "+ann, onlyDoorman)
-		wantDenied(t, patchMW(t, admin, appNS, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
+		wantDenied(t, patchMW(t, admin, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
 			"the cluster admin changes "+ann, onlyDoorman)
 	}
 	// The status subresource is no way round: the API server keeps only the
 	// status of what is sent there.
-	wantAllowed(t, patchMW(t, other, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.9.9.9"}},"status":{"phase":"Running"}}`, "status"),
+	wantAllowed(t, patchMW(t, other, "api", `{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.9.9.9"}},"status":{"phase":"Running"}}`, "status"),
 		"another ServiceAccount writes status")
 	if mw, err := admin.dyn.Resource(mwGVR).Namespace(appNS).Get(ctx, "api", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	} else if got := mw.GetAnnotations()["napwake.dev/last-request-from"]; got != "10.244.1.7" {
 		t.Errorf("last-request-from %q after another's status write, want the doorman's 10.244.1.7", got)
 	}
-	wantAllowed(t, patchMW(t, other, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/last-activity":"2026-10-23T18:06:00Z"}}}`),
+	wantAllowed(t, patchMW(t, other, "api", `{"metadata":{"annotations":{"napwake.dev/last-activity":"2026-10-23T18:06:00Z"}}}`),
 		"another ServiceAccount records activity")
-	wantAllowed(t, patchMW(t, other, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":"2026-10-23T18:06:00Z"}}}`),
+	wantAllowed(t, patchMW(t, other, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":"2026-10-23T18:06:00Z"}}}`),
 		"another ServiceAccount asks for a wake")
 	created := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "napwake.dev/v1alpha1", "kind": "ManagedWorkload",
@@ -434,9 +434,9 @@ func testAdmissionPolicies(t *testing.T) {
 
 	// The operator keeps working on a ManagedWorkload the doorman has
 	// annotated: finalizers, its own annotations, status, a whole update.
-	wantAllowed(t, patchMW(t, operator, appNS, "api", `{"metadata":{"finalizers":["napwake.dev/finalizer"]}}`), "the operator adds its finalizer")
-	wantAllowed(t, patchMW(t, operator, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":null}}}`), "the operator clears wake-requested")
-	wantAllowed(t, patchMW(t, operator, appNS, "api", `{"status":{"phase":"Resuming"}}`, "status"), "the operator writes status")
+	wantAllowed(t, patchMW(t, operator, "api", `{"metadata":{"finalizers":["napwake.dev/finalizer"]}}`), "the operator adds its finalizer")
+	wantAllowed(t, patchMW(t, operator, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":null}}}`), "the operator clears wake-requested")
+	wantAllowed(t, patchMW(t, operator, "api", `{"status":{"phase":"Resuming"}}`, "status"), "the operator writes status")
 	mw, err := operator.dyn.Resource(mwGVR).Namespace(appNS).Get(ctx, "api", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -447,7 +447,7 @@ func testAdmissionPolicies(t *testing.T) {
 	mw.SetFinalizers(nil)
 	_, err = operator.dyn.Resource(mwGVR).Namespace(appNS).Update(ctx, mw, metav1.UpdateOptions{})
 	wantAllowed(t, err, "the operator updates the whole object, last-request unchanged")
-	wantDenied(t, patchMW(t, operator, appNS, "api", `{"metadata":{"annotations":{"napwake.dev/last-request":"2027-01-01T00:00:00Z"}}}`),
+	wantDenied(t, patchMW(t, operator, "api", `{"metadata":{"annotations":{"napwake.dev/last-request":"2027-01-01T00:00:00Z"}}}`),
 		"the operator changes last-request", onlyDoorman)
 }
 

@@ -82,6 +82,7 @@ func runHelm(args ...string) (string, error) {
 
 // templateArgs are the arguments of `helm template` for the release under test.
 func templateArgs(t testing.TB, extra ...string) []string {
+	t.Helper()
 	return append([]string{"template", release, chartDir(t), "--namespace", namespace}, extra...)
 }
 

@@ -236,6 +236,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "defaults.wake ask reaches the operator's --default-wake",
 			args: []string{"--set", "defaults.wake=ask"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "default-wake", "ask")
 			},
 		},
@@ -243,6 +244,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "defaults.idleAfter reaches --default-idle-after",
 			args: []string{"--set", "defaults.idleAfter=2h30m"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "default-idle-after", "2h30m")
 			},
 		},
@@ -250,6 +252,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "an operator tag sets the image and the version label kubectl napwake reads",
 			args: []string{"--set", "operator.image.tag=v1.2.3-rc.1", "--set", "operator.image.repository=registry.example/napwake-operator"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				d := objs.deployment(t, operatorName)
 				if c := container(t, d); c.Image != "registry.example/napwake-operator:v1.2.3-rc.1" {
 					t.Errorf("image %q", c.Image)
@@ -272,6 +275,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "a digest wins over the tag, per component",
 			args: []string{"--set", "operator.image.tag=1.0.0", "--set", "operator.image.digest=" + testDigest, "--set", "doorman.image.digest=" + otherDigest},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				if c := container(t, objs.deployment(t, operatorName)); c.Image != "napwake-operator@"+testDigest {
 					t.Errorf("operator image %q", c.Image)
 				}
@@ -284,6 +288,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "the pull policy is each image's own",
 			args: []string{"--set", "doorman.image.pullPolicy=Always"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				if c := container(t, objs.deployment(t, doormanName)); c.ImagePullPolicy != corev1.PullAlways {
 					t.Errorf("doorman pull policy %q", c.ImagePullPolicy)
 				}
@@ -296,12 +301,14 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "doorman.healthCheckUserAgents reaches --health-check-user-agents, comma-separated",
 			args: []string{"--set", "doorman.healthCheckUserAgents={UptimeRobot/,Pingdom.com_bot}"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, doormanName)), "health-check-user-agents", "UptimeRobot/,Pingdom.com_bot")
 			},
 		},
 		{
 			name: "doorman.passSocketBufferBytes reaches --pass-socket-buffer, 512 KiB unless set",
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, doormanName)), "pass-socket-buffer", "524288")
 			},
 		},
@@ -309,6 +316,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "doorman.passSocketBufferBytes 0 leaves the buffers to the kernel",
 			args: []string{"--set", "doorman.passSocketBufferBytes=0"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, doormanName)), "pass-socket-buffer", "0")
 			},
 		},
@@ -316,6 +324,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "the port caps reach the operator",
 			args: []string{"--set", "doorman.portsPerWorkload=8", "--set", "doorman.portsPerNamespace=64"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				c := container(t, objs.deployment(t, operatorName))
 				wantFlag(t, c, "ports-per-workload", "8")
 				wantFlag(t, c, "ports-per-namespace", "64")
@@ -325,6 +334,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "doorman.enabled false empties --doorman-service and drops every doorman object",
 			args: []string{"--set", "doorman.enabled=false", "--set", "networkPolicy.enabled=true"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "doorman-service", "")
 				for _, u := range objs {
 					if c := u.GetLabels()["app.kubernetes.io/component"]; c != "operator" {
@@ -336,6 +346,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 		{
 			name: "the operator may not create, update or delete Deployments",
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				for _, verb := range []string{"create", "delete", "update"} {
 					if clusterRoleGrants(t, objs, operatorName, "apps", "deployments", verb) {
 						t.Errorf("operator may %s Deployments", verb)
@@ -347,6 +358,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "operator.prometheusURL reaches --prometheus-url",
 			args: []string{"--set", "operator.prometheusURL=http://prometheus.monitoring:9090"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "prometheus-url", "http://prometheus.monitoring:9090")
 			},
 		},
@@ -354,6 +366,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "log settings are each component's own",
 			args: []string{"--set", "operator.logLevel=debug", "--set", "doorman.logFormat=text"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "log-level", "debug")
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "log-format", "json")
 				wantFlag(t, container(t, objs.deployment(t, doormanName)), "log-format", "text")
@@ -364,6 +377,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "extraArgs are appended",
 			args: []string{"--set", "operator.extraArgs={--sync-period=5m}", "--set", "doorman.extraArgs={--listen-address=0.0.0.0}"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				wantFlag(t, container(t, objs.deployment(t, operatorName)), "sync-period", "5m")
 				wantFlag(t, container(t, objs.deployment(t, doormanName)), "listen-address", "0.0.0.0")
 			},
@@ -372,6 +386,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "doorman replicas, PDB and spread follow their values",
 			args: []string{"--set", "doorman.replicas=3", "--set", "doorman.podDisruptionBudget.maxUnavailable=2", "--set", "doorman.topologySpreadWhenUnsatisfiable=DoNotSchedule"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				d := objs.deployment(t, doormanName)
 				if *d.Spec.Replicas != 3 {
 					t.Errorf("replicas %d", *d.Spec.Replicas)
@@ -390,6 +405,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "the PDB can be turned off",
 			args: []string{"--set", "doorman.podDisruptionBudget.enabled=false"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				if pdb := objs.find("PodDisruptionBudget", doormanName); pdb != nil {
 					t.Error("PDB rendered while disabled")
 				}
@@ -399,6 +415,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "a longer preStop sleep with a grace period to match",
 			args: []string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=50"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				d := objs.deployment(t, doormanName)
 				if s := container(t, d).Lifecycle.PreStop.Sleep.Seconds; s != 10 {
 					t.Errorf("preStop sleep %d", s)
@@ -412,6 +429,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "admissionPolicy disabled renders no admission policy",
 			args: []string{"--set", "doorman.admissionPolicy.enabled=false"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				if n := len(objs.ofKind("ValidatingAdmissionPolicy")) + len(objs.ofKind("ValidatingAdmissionPolicyBinding")); n != 0 {
 					t.Errorf("%d admission objects rendered while disabled", n)
 				}
@@ -421,6 +439,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "the admission policies name the release's doorman ServiceAccount",
 			args: []string{"--namespace", "elsewhere"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				for _, p := range objs.ofKind("ValidatingAdmissionPolicy") {
 					conds, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
 					expr := conds[0].(map[string]any)["expression"].(string)
@@ -436,6 +455,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 				"--set", "doorman.priorityClassName=system-cluster-critical", "--set-json", `doorman.tolerations=[{"key":"edge","operator":"Exists"}]`,
 				"--set-json", `imagePullSecrets=[{"name":"regcred"}]`, "--set", "doorman.podAnnotations.a=b"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				op, dm := objs.deployment(t, operatorName).Spec.Template, objs.deployment(t, doormanName).Spec.Template
 				if op.Spec.NodeSelector["pool"] != "system" || dm.Spec.NodeSelector["pool"] != "edge" {
 					t.Errorf("node selectors %v / %v", op.Spec.NodeSelector, dm.Spec.NodeSelector)
@@ -462,6 +482,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 				"--set-json", `operator.affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["system"]}]}]}}}`,
 				"--set", "doorman.resources.requests.cpu=250m"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				op, dm := objs.deployment(t, operatorName), objs.deployment(t, doormanName)
 				if *op.Spec.Replicas != 2 {
 					t.Errorf("operator replicas %d", *op.Spec.Replicas)
@@ -488,6 +509,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			args: []string{"--set", "monitoring.prometheusRule.enabled=true", "--set", "monitoring.prometheusRule.labels.role=alert-rules",
 				"--set", "monitoring.prometheusRule.wakesFailingFor=15m", "--set", "monitoring.prometheusRule.unavailableFor=2m"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				if objs.find("ServiceMonitor", release) != nil {
 					t.Error("ServiceMonitor rendered while off")
 				}
@@ -510,6 +532,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "commonLabels land on every object",
 			args: []string{"--set", "commonLabels.team=platform"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				for _, u := range objs {
 					if u.GetLabels()["team"] != "platform" {
 						t.Errorf("%s/%s lacks the common label", u.GetKind(), u.GetName())
@@ -521,6 +544,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "networkPolicy without ingressFrom leaves the routing ports open and the metrics port to metrics: enabled",
 			args: []string{"--set", "networkPolicy.enabled=true"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				np := callersPolicy(t, objs)
 				if len(np.Spec.Ingress) != 2 {
 					t.Fatalf("ingress rules %+v, want routing and metrics", np.Spec.Ingress)
@@ -543,6 +567,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			name: "ingressFrom peers and the operator may reach the routing ports",
 			args: []string{"--set", "networkPolicy.enabled=true", "-f", "testdata/ingress-from.yaml"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				np := callersPolicy(t, objs)
 				routing := np.Spec.Ingress[0]
 				wantRoutingPorts(t, routing)
@@ -563,6 +588,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			args: []string{"--set", "doorman.networkPolicy.egress.enabled=true", "--set", "doorman.networkPolicy.egress.podCIDRs={10.244.0.0/16,fd00:10:244::/56}",
 				"--set", "doorman.networkPolicy.egress.apiServer={172.18.0.2/32}", "--set", "doorman.networkPolicy.egress.apiServerPorts={6443}"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				var np networkingv1.NetworkPolicy
 				into(t, objs.get(t, "NetworkPolicy", doormanName+"-egress"), &np)
 				if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}) || np.Spec.PodSelector.MatchLabels["control-plane"] != "doorman" {
@@ -585,6 +611,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			args: []string{"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
 				"--set", "monitoring.serviceMonitor.labels.release=prom", "--set", "monitoring.serviceMonitor.interval=15s"},
 			check: func(t *testing.T, objs objects) {
+				t.Helper()
 				sm := objs.get(t, "ServiceMonitor", release)
 				if sm.GetLabels()["release"] != "prom" {
 					t.Errorf("ServiceMonitor labels %v", sm.GetLabels())

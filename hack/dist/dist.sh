@@ -44,7 +44,7 @@ for platform in $platforms; do
 	mkdir -p "$stage"
 	echo "dist: building kubectl-napwake $version for $os/$arch" >&2
 	CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
-		-ldflags "-s -w -X napwake.dev/shared/version.Version=$version -X napwake.dev/shared/version.Commit=$commit" \
+		-ldflags "$("$root/hack/ldflags.sh" "$version" "$commit")" \
 		-o "$stage/kubectl-napwake" ./kubectl-napwake
 	files=(kubectl-napwake)
 	if [[ -f LICENSE ]]; then

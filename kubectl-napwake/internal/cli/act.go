@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // action is wake or pause: the annotation that asks for it and the phase
@@ -24,17 +24,17 @@ import (
 type action struct {
 	verb       string
 	annotation string
-	want       v1alpha1.Phase
+	want       napwakev1alpha1.Phase
 	short      string
 }
 
 var (
 	wakeAction = action{
-		verb: "wake", annotation: v1alpha1.AnnotationWakeRequested, want: v1alpha1.PhaseRunning,
+		verb: "wake", annotation: napwakev1alpha1.AnnotationWakeRequested, want: napwakev1alpha1.PhaseRunning,
 		short: "Wake a paused workload now, whatever its wake mode says",
 	}
 	pauseAction = action{
-		verb: "pause", annotation: v1alpha1.AnnotationPauseRequested, want: v1alpha1.PhasePaused,
+		verb: "pause", annotation: napwakev1alpha1.AnnotationPauseRequested, want: napwakev1alpha1.PhasePaused,
 		short: "Pause a workload now, without waiting for it to go idle",
 	}
 )
@@ -89,14 +89,14 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 }
 
 // verbFor names the request that waits for phase p.
-func verbFor(p v1alpha1.Phase) string {
-	if p == v1alpha1.PhaseRunning {
+func verbFor(p napwakev1alpha1.Phase) string {
+	if p == napwakev1alpha1.PhaseRunning {
 		return wakeAction.verb
 	}
 	return pauseAction.verb
 }
 
-func phaseOrUnknown(p v1alpha1.Phase) string {
+func phaseOrUnknown(p napwakev1alpha1.Phase) string {
 	if p == "" {
 		return "not yet seen by the operator"
 	}
@@ -106,7 +106,7 @@ func phaseOrUnknown(p v1alpha1.Phase) string {
 // waitForPhase follows mw's phase through a watch until it is want, or
 // timeout passes. It shows a live line on a terminal, and a line per phase
 // change elsewhere, then how long it took.
-func (o *Options) waitForPhase(ctx context.Context, s *session, mw *v1alpha1.ManagedWorkload, want v1alpha1.Phase, timeout time.Duration) error {
+func (o *Options) waitForPhase(ctx context.Context, s *session, mw *napwakev1alpha1.ManagedWorkload, want napwakev1alpha1.Phase, timeout time.Duration) error {
 	ref := mw.Namespace + "/" + mw.Name
 	start := o.Clock.Now()
 	if mw.Status.Phase == want {
@@ -123,7 +123,7 @@ func (o *Options) waitForPhase(ctx context.Context, s *session, mw *v1alpha1.Man
 	phase, rv := mw.Status.Phase, mw.ResourceVersion
 	live.show(phase, 0)
 	for phase != want {
-		w, err := s.c.Watch(ctx, &v1alpha1.ManagedWorkloadList{},
+		w, err := s.c.Watch(ctx, &napwakev1alpha1.ManagedWorkloadList{},
 			client.InNamespace(mw.Namespace), client.MatchingFields{"metadata.name": mw.Name},
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		if err != nil {
@@ -158,7 +158,7 @@ func (o *Options) waitForPhase(ctx context.Context, s *session, mw *v1alpha1.Man
 // follow reads one watch until the phase is want, the watch ends (the
 // caller watches again from rv), or ctx is done.
 func (o *Options) follow(ctx context.Context, s *session, w watch.Interface, tick <-chan time.Time, live *liveLine,
-	mw *v1alpha1.ManagedWorkload, phase v1alpha1.Phase, rv string, start time.Time) (v1alpha1.Phase, string, error) {
+	mw *napwakev1alpha1.ManagedWorkload, phase napwakev1alpha1.Phase, rv string, start time.Time) (napwakev1alpha1.Phase, string, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -173,7 +173,7 @@ func (o *Options) follow(ctx context.Context, s *session, w watch.Interface, tic
 			case watch.Error:
 				if apierrors.FromObject(ev.Object).(apierrors.APIStatus).Status().Code == http.StatusGone {
 					// Our resourceVersion is too old: read afresh, watch from there.
-					fresh := &v1alpha1.ManagedWorkload{}
+					fresh := &napwakev1alpha1.ManagedWorkload{}
 					if err := s.c.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil {
 						return phase, rv, s.explain(ctx, err, "getting ManagedWorkload "+mw.Name, mw.Name)
 					}
@@ -187,7 +187,7 @@ func (o *Options) follow(ctx context.Context, s *session, w watch.Interface, tic
 					rv = m.GetResourceVersion()
 				}
 			case watch.Added, watch.Modified:
-				cur, ok := ev.Object.(*v1alpha1.ManagedWorkload)
+				cur, ok := ev.Object.(*napwakev1alpha1.ManagedWorkload)
 				if !ok {
 					return phase, rv, errors.New("watching ManagedWorkloads: unexpected object in the watch")
 				}
@@ -210,12 +210,12 @@ type liveLine struct {
 	w        io.Writer
 	terminal bool
 	ref      string
-	want     v1alpha1.Phase
-	last     v1alpha1.Phase
+	want     napwakev1alpha1.Phase
+	last     napwakev1alpha1.Phase
 	shown    bool
 }
 
-func (l *liveLine) show(phase v1alpha1.Phase, elapsed time.Duration) {
+func (l *liveLine) show(phase napwakev1alpha1.Phase, elapsed time.Duration) {
 	if l.terminal {
 		fmt.Fprintf(l.w, "\r\x1b[Kwaiting for %s to be %s: %s, %s", l.ref, l.want, phaseOrUnknown(phase), roundElapsed(elapsed))
 		l.shown = true

@@ -26,63 +26,64 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/kubectl-napwake/internal/render"
 	"napwake.dev/shared/testenv"
 )
 
 // statusFleet creates a paused, a running and a pausing workload in ns, and
 // an InvalidSetting event on the running one's Deployment.
-func statusFleet(t *testing.T, ns string) []*v1alpha1.ManagedWorkload {
-	api := createWorkload(t, &v1alpha1.ManagedWorkload{
+func statusFleet(t *testing.T, ns string) []*napwakev1alpha1.ManagedWorkload {
+	t.Helper()
+	api := createWorkload(t, &napwakev1alpha1.ManagedWorkload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: v1alpha1.ManagedWorkloadSpec{
-			Dependencies: []v1alpha1.DependencyRef{{Name: "postgres"}},
-			Forecast:     &v1alpha1.ForecastSpec{AutoResume: true, TimeZone: "UTC"},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{
+			Dependencies: []napwakev1alpha1.DependencyRef{{Name: "postgres"}},
+			Forecast:     &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "UTC"},
 		},
-		Status: v1alpha1.ManagedWorkloadStatus{
-			Phase:              v1alpha1.PhasePaused,
-			Pause:              &v1alpha1.PauseStatus{StartedAt: at(-2 * time.Hour), Replicas: 3, Reason: v1alpha1.PauseIdle},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{
+			Phase:              napwakev1alpha1.PhasePaused,
+			Pause:              &napwakev1alpha1.PauseStatus{StartedAt: at(-2 * time.Hour), Replicas: 3, Reason: napwakev1alpha1.PauseIdle},
 			LastActivity:       atp(-150 * time.Minute),
-			LastActivitySource: v1alpha1.SourceRequest,
+			LastActivitySource: napwakev1alpha1.SourceRequest,
 			ResumedAt:          atp(-5 * time.Hour),
-			TurnedAway:         &v1alpha1.TurnedAwayStatus{PausedAt: at(-2 * time.Hour), Requests: 312},
-			Doorman: &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{
-				{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017, IPFamilies: []v1alpha1.IPFamily{"IPv4"}},
+			TurnedAway:         &napwakev1alpha1.TurnedAwayStatus{PausedAt: at(-2 * time.Hour), Requests: 312},
+			Doorman: &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{
+				{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017, IPFamilies: []napwakev1alpha1.IPFamily{"IPv4"}},
 			}},
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionTrue,
-				Reason: v1alpha1.ReasonDoormanRouted, Message: "Service api routed", LastTransitionTime: at(-2 * time.Hour)}},
+			Conditions: []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionTrue,
+				Reason: napwakev1alpha1.ReasonDoormanRouted, Message: "Service api routed", LastTransitionTime: at(-2 * time.Hour)}},
 		},
 	})
-	web := createWorkload(t, &v1alpha1.ManagedWorkload{
+	web := createWorkload(t, &napwakev1alpha1.ManagedWorkload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec:       v1alpha1.ManagedWorkloadSpec{TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: "web-frontend"}},
-		Status: v1alpha1.ManagedWorkloadStatus{
-			Phase:              v1alpha1.PhaseRunning,
+		Spec:       napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "web-frontend"}},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{
+			Phase:              napwakev1alpha1.PhaseRunning,
 			LastActivity:       atp(-12 * time.Minute),
-			LastActivitySource: v1alpha1.SourceWakeRequested,
+			LastActivitySource: napwakev1alpha1.SourceWakeRequested,
 			PauseAt:            atp(18 * time.Minute),
 			ResumedAt:          atp(-45 * time.Minute),
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotPaused,
-				Message: v1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}},
+			Conditions: []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNotPaused,
+				Message: napwakev1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}},
 		},
 	})
-	db := createWorkload(t, &v1alpha1.ManagedWorkload{
+	db := createWorkload(t, &napwakev1alpha1.ManagedWorkload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "postgres"},
-		Spec:       v1alpha1.ManagedWorkloadSpec{TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindStatefulSet, Name: "postgres"}},
-		Status: v1alpha1.ManagedWorkloadStatus{
-			Phase:              v1alpha1.PhasePausing,
-			Pause:              &v1alpha1.PauseStatus{StartedAt: at(-20 * time.Second), Replicas: 1, Reason: v1alpha1.PauseRequested},
-			LastActivitySource: v1alpha1.SourceCreated,
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNodeLocalTraffic,
+		Spec:       napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: "postgres"}},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{
+			Phase:              napwakev1alpha1.PhasePausing,
+			Pause:              &napwakev1alpha1.PauseStatus{StartedAt: at(-20 * time.Second), Replicas: 1, Reason: napwakev1alpha1.PauseRequested},
+			LastActivitySource: napwakev1alpha1.SourceCreated,
+			Conditions: []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNodeLocalTraffic,
 				Message: "Service postgres has internalTrafficPolicy: Local", LastTransitionTime: at(-20 * time.Second)}},
 		},
 	})
-	createEvent(t, ns, "Deployment", "web-frontend", v1alpha1.EventInvalidSetting, corev1.EventTypeWarning,
+	createEvent(t, ns, "Deployment", "web-frontend", napwakev1alpha1.EventInvalidSetting, corev1.EventTypeWarning,
 		`napwake.dev/wake "yes" is neither request nor ask: asking`, at(-5*time.Minute))
-	createEvent(t, ns, "ManagedWorkload", "api", v1alpha1.EventPaused, corev1.EventTypeNormal, "Paused after 30m idle; 3 replicas kept", at(-2*time.Hour))
-	createEvent(t, ns, "ManagedWorkload", "api", v1alpha1.EventWaking, corev1.EventTypeNormal, "Woken by a request from 10.0.0.7", at(-5*time.Hour))
-	return []*v1alpha1.ManagedWorkload{api, web, db}
+	createEvent(t, ns, "ManagedWorkload", "api", napwakev1alpha1.EventPaused, corev1.EventTypeNormal, "Paused after 30m idle; 3 replicas kept", at(-2*time.Hour))
+	createEvent(t, ns, "ManagedWorkload", "api", napwakev1alpha1.EventWaking, corev1.EventTypeNormal, "Woken by a request from 10.0.0.7", at(-5*time.Hour))
+	return []*napwakev1alpha1.ManagedWorkload{api, web, db}
 }
 
 func mustSucceed(t *testing.T, r result) {
@@ -115,9 +116,9 @@ func TestStatusAndDescribeMatchGoldenTables(t *testing.T) {
 
 func TestStatusAllNamespacesListsEveryNamespace(t *testing.T) {
 	a, b := namespace(t, "all-a"), namespace(t, "all-b")
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "one"}, Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseRunning}})
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "two"}, Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused,
-		Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: v1alpha1.PauseIdle}}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "one"}, Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseRunning}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "two"}, Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhasePaused,
+		Pause: &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: napwakev1alpha1.PauseIdle}}})
 	r := run(t, adminKubeconfig, nil, "status", "-A")
 	mustSucceed(t, r)
 	if !strings.HasPrefix(r.out, "NAMESPACE ") {
@@ -149,17 +150,17 @@ func TestOutputRoundTrips(t *testing.T) {
 		t.Run("status -o "+format, func(t *testing.T) {
 			r := run(t, adminKubeconfig, nil, "status", "-n", ns, "-o", format)
 			mustSucceed(t, r)
-			var list v1alpha1.ManagedWorkloadList
+			var list napwakev1alpha1.ManagedWorkloadList
 			if err := decode([]byte(r.out), &list); err != nil {
 				t.Fatalf("decoding: %v\n%s", err, r.out)
 			}
-			if list.Kind != "ManagedWorkloadList" || list.APIVersion != v1alpha1.GroupVersion.String() {
-				t.Errorf("list is %s %s, want ManagedWorkloadList %s", list.APIVersion, list.Kind, v1alpha1.GroupVersion)
+			if list.Kind != "ManagedWorkloadList" || list.APIVersion != napwakev1alpha1.GroupVersion.String() {
+				t.Errorf("list is %s %s, want ManagedWorkloadList %s", list.APIVersion, list.Kind, napwakev1alpha1.GroupVersion)
 			}
 			if len(list.Items) != len(created) {
 				t.Fatalf("got %d items, want %d", len(list.Items), len(created))
 			}
-			byName := map[string]v1alpha1.ManagedWorkload{}
+			byName := map[string]napwakev1alpha1.ManagedWorkload{}
 			for _, mw := range list.Items {
 				byName[mw.Name] = mw
 			}
@@ -173,7 +174,7 @@ func TestOutputRoundTrips(t *testing.T) {
 		t.Run("describe -o "+format, func(t *testing.T) {
 			r := run(t, adminKubeconfig, nil, "describe", "api", "-n", ns, "-o", format)
 			mustSucceed(t, r)
-			var got v1alpha1.ManagedWorkload
+			var got napwakev1alpha1.ManagedWorkload
 			if err := decode([]byte(r.out), &got); err != nil {
 				t.Fatalf("decoding: %v\n%s", err, r.out)
 			}
@@ -191,17 +192,17 @@ func TestWakeAndPauseSetTheirAnnotations(t *testing.T) {
 		annotation string
 		said       string
 	}{
-		{[]string{"wake", "sleepy", "-n", ns}, v1alpha1.AnnotationWakeRequested, "act/sleepy: wake requested (napwake.dev/wake-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
-		{[]string{"pause", "sleepy", "-n", ns}, v1alpha1.AnnotationPauseRequested, "act/sleepy: pause requested (napwake.dev/pause-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
+		{[]string{"wake", "sleepy", "-n", ns}, napwakev1alpha1.AnnotationWakeRequested, "act/sleepy: wake requested (napwake.dev/wake-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
+		{[]string{"pause", "sleepy", "-n", ns}, napwakev1alpha1.AnnotationPauseRequested, "act/sleepy: pause requested (napwake.dev/pause-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) {
 			if tc.args[0] == "wake" {
 				// Ask: the CLI wakes whatever wake.mode says.
-				createWorkload(t, &v1alpha1.ManagedWorkload{
+				createWorkload(t, &napwakev1alpha1.ManagedWorkload{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sleepy", Annotations: map[string]string{"keep": "me"}},
-					Spec:       v1alpha1.ManagedWorkloadSpec{Wake: v1alpha1.WakeSpec{Mode: v1alpha1.WakeAsk}},
-					Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused,
-						Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: v1alpha1.PauseIdle}},
+					Spec:       napwakev1alpha1.ManagedWorkloadSpec{Wake: napwakev1alpha1.WakeSpec{Mode: napwakev1alpha1.WakeAsk}},
+					Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhasePaused,
+						Pause: &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: napwakev1alpha1.PauseIdle}},
 				})
 			}
 			r := run(t, adminKubeconfig, nil, tc.args...)
@@ -209,7 +210,7 @@ func TestWakeAndPauseSetTheirAnnotations(t *testing.T) {
 			if r.out != tc.said {
 				t.Errorf("printed %q, want %q", r.out, tc.said)
 			}
-			var mw v1alpha1.ManagedWorkload
+			var mw napwakev1alpha1.ManagedWorkload
 			if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sleepy"}, &mw); err != nil {
 				t.Fatal(err)
 			}
@@ -242,9 +243,9 @@ func (s *syncBuffer) String() string {
 }
 
 // setPhase writes a phase as the operator would.
-func setPhase(t *testing.T, key client.ObjectKey, p v1alpha1.Phase) {
+func setPhase(t *testing.T, key client.ObjectKey, p napwakev1alpha1.Phase) {
 	t.Helper()
-	var mw v1alpha1.ManagedWorkload
+	var mw napwakev1alpha1.ManagedWorkload
 	if err := admin.Get(context.Background(), key, &mw); err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +267,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
 	ns := namespace(t, "wait")
 	key := client.ObjectKey{Namespace: ns, Name: "api"}
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused, Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: v1alpha1.PauseIdle}}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhasePaused, Pause: &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: napwakev1alpha1.PauseIdle}}})
 
 	var r result
 	var wg sync.WaitGroup
@@ -277,11 +278,11 @@ func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
 
 	// Play the operator: see the request, resume, then run.
 	waitFor(t, "the wake annotation", func() bool {
-		var mw v1alpha1.ManagedWorkload
-		return admin.Get(context.Background(), key, &mw) == nil && mw.Annotations[v1alpha1.AnnotationWakeRequested] != ""
+		var mw napwakev1alpha1.ManagedWorkload
+		return admin.Get(context.Background(), key, &mw) == nil && mw.Annotations[napwakev1alpha1.AnnotationWakeRequested] != ""
 	})
-	setPhase(t, key, v1alpha1.PhaseResuming)
-	setPhase(t, key, v1alpha1.PhaseRunning)
+	setPhase(t, key, napwakev1alpha1.PhaseResuming)
+	setPhase(t, key, napwakev1alpha1.PhaseRunning)
 	wg.Wait()
 
 	mustSucceed(t, r)
@@ -298,8 +299,8 @@ func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
 
 func TestPauseWaitGivesUpAtTheTimeout(t *testing.T) {
 	ns := namespace(t, "timeout")
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseRunning}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseRunning}})
 	start := time.Now()
 	r := run(t, adminKubeconfig, clock.RealClock{}, "pause", "api", "-n", ns, "--wait", "--timeout", "1s")
 	if took := time.Since(start); took > 15*time.Second {
@@ -324,9 +325,9 @@ func TestPauseWaitGivesUpAtTheTimeout(t *testing.T) {
 		err = cmd.ExecuteContext(ctx)
 	})
 	waitFor(t, "the pause request", func() bool {
-		var mw v1alpha1.ManagedWorkload
+		var mw napwakev1alpha1.ManagedWorkload
 		return admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, &mw) == nil &&
-			mw.Annotations[v1alpha1.AnnotationPauseRequested] != "" && strings.Contains(out.String(), "waiting for")
+			mw.Annotations[napwakev1alpha1.AnnotationPauseRequested] != "" && strings.Contains(out.String(), "waiting for")
 	})
 	cancel()
 	wg.Wait()
@@ -334,7 +335,7 @@ func TestPauseWaitGivesUpAtTheTimeout(t *testing.T) {
 		t.Errorf("interrupted wait: %v", err)
 	}
 	// An already-paused workload needs no waiting.
-	setPhase(t, client.ObjectKey{Namespace: ns, Name: "api"}, v1alpha1.PhasePaused)
+	setPhase(t, client.ObjectKey{Namespace: ns, Name: "api"}, napwakev1alpha1.PhasePaused)
 	r = run(t, adminKubeconfig, clock.RealClock{}, "pause", "api", "-n", ns, "--wait")
 	mustSucceed(t, r)
 	if !strings.HasSuffix(r.out, "timeout/api is already Paused\n") {
@@ -351,10 +352,10 @@ func TestForecastDrawsTheWeek(t *testing.T) {
 		}
 		hours[d*24+10] = 1000
 	}
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: v1alpha1.ManagedWorkloadSpec{Forecast: &v1alpha1.ForecastSpec{PauseEarly: true, TimeZone: "America/New_York"}},
-		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseRunning,
-			Forecast: &v1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 40, UpdatedAt: atp(-time.Hour)}}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{Forecast: &napwakev1alpha1.ForecastSpec{PauseEarly: true, TimeZone: "America/New_York"}},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseRunning,
+			Forecast: &napwakev1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 40, UpdatedAt: atp(-time.Hour)}}})
 	r := run(t, adminKubeconfig, nil, "forecast", "api", "-n", ns)
 	mustSucceed(t, r)
 	golden(t, "forecast-week", r.out)
@@ -369,7 +370,7 @@ func TestVersionReadsTheOperatorsPodLabel(t *testing.T) {
 	ns := namespace(t, "napwake-system")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "napwake-controller-manager-0", Labels: map[string]string{
-			v1alpha1.LabelControlPlane: v1alpha1.ControlPlaneOperator, v1alpha1.LabelAppName: v1alpha1.AppName, v1alpha1.LabelAppVersion: "v0.3.1"}},
+			napwakev1alpha1.LabelControlPlane: napwakev1alpha1.ControlPlaneOperator, napwakev1alpha1.LabelAppName: napwakev1alpha1.AppName, napwakev1alpha1.LabelAppVersion: "v0.3.1"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "napwake-operator:v0.3.1"}}},
 	}
 	if err := admin.Create(context.Background(), pod); err != nil {
@@ -400,6 +401,7 @@ func TestVersionReadsTheOperatorsPodLabel(t *testing.T) {
 
 // closedPort returns a loopback port nothing listens on.
 func closedPort(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -411,6 +413,7 @@ func closedPort(t *testing.T) string {
 
 // kubeconfigFor writes a kubeconfig pointing at server, with no credentials.
 func kubeconfigFor(t *testing.T, server string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server +
 		"\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
@@ -424,7 +427,7 @@ func kubeconfigFor(t *testing.T, server string) string {
 // real API server: each must fail with one line naming what to do.
 func TestBadInputIsOneClearLine(t *testing.T) {
 	ns := namespace(t, "elsewhere")
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lonely"}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lonely"}})
 	addr := closedPort(t)
 	unreachable := kubeconfigFor(t, "https://"+addr)
 	for _, tc := range []struct {
@@ -490,8 +493,8 @@ func TestVersionAnswersWhenTheClusterIsUnreachable(t *testing.T) {
 // API server's reason in one line, and nothing is written.
 func TestAViewerMayLookButNotWake(t *testing.T) {
 	ns := namespace(t, "viewer")
-	createWorkload(t, &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused, Pause: &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: v1alpha1.PauseIdle}}})
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhasePaused, Pause: &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: napwakev1alpha1.PauseIdle}}})
 	rbacScheme := runtime.NewScheme()
 	if err := rbacv1.AddToScheme(rbacScheme); err != nil {
 		t.Fatal(err)
@@ -502,7 +505,7 @@ func TestAViewerMayLookButNotWake(t *testing.T) {
 	}
 	ctx := context.Background()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "napwake-viewer"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"managedworkloads"}, Verbs: []string{"get", "list", "watch"}}}}
+		APIGroups: []string{napwakev1alpha1.GroupVersion.Group}, Resources: []string{"managedworkloads"}, Verbs: []string{"get", "list", "watch"}}}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob-views"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "bob"}}}
@@ -524,11 +527,11 @@ func TestAViewerMayLookButNotWake(t *testing.T) {
 	}
 	r = run(t, bob, nil, "wake", "api", "-n", ns)
 	assertOneLine(t, r, `setting napwake.dev/wake-requested on ManagedWorkload api: not allowed: managedworkloads.napwake.dev "api" is forbidden: User "bob" cannot patch resource "managedworkloads" in API group "napwake.dev" in the namespace "viewer": ask a cluster admin`)
-	var mw v1alpha1.ManagedWorkload
+	var mw napwakev1alpha1.ManagedWorkload
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, &mw); err != nil {
 		t.Fatal(err)
 	}
-	if _, set := mw.Annotations[v1alpha1.AnnotationWakeRequested]; set {
+	if _, set := mw.Annotations[napwakev1alpha1.AnnotationWakeRequested]; set {
 		t.Errorf("a refused wake still set the annotation: %v", mw.Annotations)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/kubectl-napwake/internal/render"
 )
 
@@ -46,21 +46,21 @@ func (o *Options) runDescribe(ctx context.Context, name string, out *outputFlags
 }
 
 // getWorkload connects and reads the ManagedWorkload name in the namespace.
-func (o *Options) getWorkload(ctx context.Context, name string) (*session, *v1alpha1.ManagedWorkload, error) {
+func (o *Options) getWorkload(ctx context.Context, name string) (*session, *napwakev1alpha1.ManagedWorkload, error) {
 	s, err := o.connect()
 	if err != nil {
 		return nil, nil, err
 	}
-	mw := &v1alpha1.ManagedWorkload{}
+	mw := &napwakev1alpha1.ManagedWorkload{}
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, mw); err != nil {
 		return nil, nil, s.explain(ctx, err, "getting ManagedWorkload "+name, name)
 	}
-	mw.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ManagedWorkload"))
+	mw.SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"))
 	return s, mw, nil
 }
 
 // eventsAbout lists the events on mw and on its target workload.
-func (s *session) eventsAbout(ctx context.Context, mw *v1alpha1.ManagedWorkload) ([]corev1.Event, error) {
+func (s *session) eventsAbout(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) ([]corev1.Event, error) {
 	var all []corev1.Event
 	names := []string{mw.Name}
 	if mw.Spec.TargetRef.Name != mw.Name {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // userError is an error worded for the person at the terminal: one line
@@ -68,8 +68,8 @@ func (s *session) explain(ctx context.Context, err error, doing, name string) er
 	case apierrors.IsForbidden(err):
 		return userErrorf("%s: not allowed: %s: ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context", doing, statusMessage(err))
 	case apierrors.IsNotFound(err):
-		if !s.crdInstalled(ctx) {
-			return userErrorf("the ManagedWorkload API (%s) is not installed in the cluster at %s: install Napwake (its Helm chart installs the CRD), or pick the right --context", v1alpha1.GroupVersion, s.cfg.Host)
+		if !s.crdInstalled() {
+			return userErrorf("the ManagedWorkload API (%s) is not installed in the cluster at %s: install Napwake (its Helm chart installs the CRD), or pick the right --context", napwakev1alpha1.GroupVersion, s.cfg.Host)
 		}
 		if name != "" {
 			return s.notFound(ctx, name)
@@ -93,7 +93,7 @@ func statusMessage(err error) string {
 // notFound words a ManagedWorkload missing from the namespace asked: when the
 // name exists elsewhere it names the namespace(s) to pass with -n.
 func (s *session) notFound(ctx context.Context, name string) error {
-	var list v1alpha1.ManagedWorkloadList
+	var list napwakev1alpha1.ManagedWorkloadList
 	var elsewhere []string
 	if err := s.c.List(ctx, &list, client.MatchingFields{"metadata.name": name}); err == nil {
 		for _, mw := range list.Items {
@@ -114,12 +114,12 @@ func (s *session) notFound(ctx context.Context, name string) error {
 // crdInstalled asks discovery whether the API server serves
 // managedworkloads.napwake.dev. Only a clear "no" counts: when discovery
 // itself fails, it says yes and lets the original error speak.
-func (s *session) crdInstalled(ctx context.Context) bool {
+func (s *session) crdInstalled() bool {
 	dc, err := discovery.NewDiscoveryClientForConfig(withTimeout(s.cfg, crdCheckTimeout))
 	if err != nil {
 		return true
 	}
-	res, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+	res, err := dc.ServerResourcesForGroupVersion(napwakev1alpha1.GroupVersion.String())
 	if err != nil {
 		return !apierrors.IsNotFound(err)
 	}

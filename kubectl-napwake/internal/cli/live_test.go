@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 func TestLiveLineRewritesInPlaceOnATerminalAndPrintsChangesElsewhere(t *testing.T) {
 	var term, logs bytes.Buffer
 	for _, l := range []*liveLine{
-		{w: &term, terminal: true, ref: "ns/api", want: v1alpha1.PhaseRunning},
-		{w: &logs, terminal: false, ref: "ns/api", want: v1alpha1.PhaseRunning},
+		{w: &term, terminal: true, ref: "ns/api", want: napwakev1alpha1.PhaseRunning},
+		{w: &logs, terminal: false, ref: "ns/api", want: napwakev1alpha1.PhaseRunning},
 	} {
-		l.show(v1alpha1.PhasePaused, 0)
-		l.show(v1alpha1.PhasePaused, time.Second)
-		l.show(v1alpha1.PhaseResuming, 12340*time.Millisecond)
+		l.show(napwakev1alpha1.PhasePaused, 0)
+		l.show(napwakev1alpha1.PhasePaused, time.Second)
+		l.show(napwakev1alpha1.PhaseResuming, 12340*time.Millisecond)
 		l.end()
 	}
 	wantTerm := "\r\x1b[Kwaiting for ns/api to be Running: Paused, 0s" +

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/testenv"
 )
 
@@ -153,12 +153,12 @@ func namespace(t *testing.T, name string) string {
 }
 
 // createWorkload creates mw and then writes its status, as the operator would.
-func createWorkload(t *testing.T, mw *v1alpha1.ManagedWorkload) *v1alpha1.ManagedWorkload {
+func createWorkload(t *testing.T, mw *napwakev1alpha1.ManagedWorkload) *napwakev1alpha1.ManagedWorkload {
 	t.Helper()
 	ctx := context.Background()
 	status := mw.Status
 	if mw.Spec.TargetRef.Kind == "" {
-		mw.Spec.TargetRef = v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: mw.Name}
+		mw.Spec.TargetRef = napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: mw.Name}
 	}
 	if err := admin.Create(ctx, mw); err != nil {
 		t.Fatalf("creating ManagedWorkload %s: %v", mw.Name, err)

@@ -10,13 +10,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // scheme knows the kinds the plugin reads: ManagedWorkloads, Events, Pods.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
+	if err := napwakev1alpha1.AddToScheme(s); err != nil {
 		panic(err) // a programming error: the types cannot register
 	}
 	if err := corev1.AddToScheme(s); err != nil {
@@ -30,7 +30,7 @@ var scheme = func() *runtime.Scheme {
 // installed is asked only when an answer needs explaining.
 func restMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(v1alpha1.GroupVersion.WithKind("ManagedWorkload"), meta.RESTScopeNamespace)
+	m.Add(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	return m

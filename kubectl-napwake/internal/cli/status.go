@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/kubectl-napwake/internal/render"
 )
 
@@ -83,20 +83,20 @@ func (o *Options) runStatus(ctx context.Context, out *outputFlags) error {
 	if !o.allNamespaces {
 		scope = append(scope, client.InNamespace(s.namespace))
 	}
-	var list v1alpha1.ManagedWorkloadList
+	var list napwakev1alpha1.ManagedWorkloadList
 	if err := s.c.List(ctx, &list, scope...); err != nil {
 		return s.explain(ctx, err, "listing ManagedWorkloads", "")
 	}
 	if !out.table() {
 		for i := range list.Items {
-			list.Items[i].SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ManagedWorkload"))
+			list.Items[i].SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"))
 		}
 		return out.printObject(o, &list)
 	}
 	// InvalidSetting events feed "Needs attention". Someone who may read
 	// ManagedWorkloads but not events still gets the rest of the status.
 	var events corev1.EventList
-	if err := s.c.List(ctx, &events, append(scope, client.MatchingFields{"reason": v1alpha1.EventInvalidSetting})...); err != nil {
+	if err := s.c.List(ctx, &events, append(scope, client.MatchingFields{"reason": napwakev1alpha1.EventInvalidSetting})...); err != nil {
 		if _, down := unreachable(err); down {
 			return s.explain(ctx, err, "listing events", "")
 		}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/kubectl-napwake/internal/render"
 	"napwake.dev/shared/version"
 )
@@ -88,14 +88,14 @@ func (o *Options) operatorVersion(ctx context.Context) render.OperatorVersion {
 	defer cancel()
 	var pods corev1.PodList
 	if err := s.c.List(ctx, &pods, client.MatchingLabels{
-		v1alpha1.LabelControlPlane: v1alpha1.ControlPlaneOperator,
-		v1alpha1.LabelAppName:      v1alpha1.AppName,
+		napwakev1alpha1.LabelControlPlane: napwakev1alpha1.ControlPlaneOperator,
+		napwakev1alpha1.LabelAppName:      napwakev1alpha1.AppName,
 	}); err != nil {
 		return unknown(s.explain(ctx, err, "listing the operator's pods", "").Error())
 	}
 	var versions, namespaces []string
 	for _, p := range pods.Items {
-		if v := p.Labels[v1alpha1.LabelAppVersion]; v != "" && !slices.Contains(versions, v) {
+		if v := p.Labels[napwakev1alpha1.LabelAppVersion]; v != "" && !slices.Contains(versions, v) {
 			versions = append(versions, v)
 		}
 		if !slices.Contains(namespaces, p.Namespace) {
@@ -104,7 +104,7 @@ func (o *Options) operatorVersion(ctx context.Context) render.OperatorVersion {
 	}
 	if len(versions) == 0 {
 		return unknown(fmt.Sprintf("no operator pods labelled %s=%s,%s=%s with %s found",
-			v1alpha1.LabelControlPlane, v1alpha1.ControlPlaneOperator, v1alpha1.LabelAppName, v1alpha1.AppName, v1alpha1.LabelAppVersion))
+			napwakev1alpha1.LabelControlPlane, napwakev1alpha1.ControlPlaneOperator, napwakev1alpha1.LabelAppName, napwakev1alpha1.AppName, napwakev1alpha1.LabelAppVersion))
 	}
 	slices.Sort(versions)
 	slices.Sort(namespaces)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // maxEvents bounds the events describe shows: the newest ten tell the recent
@@ -20,7 +20,7 @@ const maxEvents = 10
 // Describe renders `kubectl napwake describe`: the workload's clock (last
 // activity, its source, when it pauses), its routes and doorman ports, why it
 // is not routed, its dependencies and its recent events.
-func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
+func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
 	s := mw.Status
 	kv := table{}
 	kv.add(txt("Name:"), txt(mw.Name))
@@ -29,7 +29,7 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 	kv.add(txt("Phase:"), phaseCell(s.Phase))
 	if s.Pause != nil {
 		label := "Pause:"
-		if s.Phase == v1alpha1.PhaseRunning {
+		if s.Phase == napwakev1alpha1.PhaseRunning {
 			label = "Last pause:"
 		}
 		kv.add(txt(label), txt(fmt.Sprintf("%s, since %s (%s ago), %s kept",
@@ -50,9 +50,9 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 	clock.add(txt("Idle after:"), txt(idle))
 	pauseAt := "-"
 	switch {
-	case s.Phase == v1alpha1.PhaseRunning && s.PauseAt != nil:
+	case s.Phase == napwakev1alpha1.PhaseRunning && s.PauseAt != nil:
 		pauseAt = stamp(s.PauseAt.Time) + " (in " + until(o.Now, s.PauseAt.Time) + ")"
-	case s.Phase != v1alpha1.PhaseRunning && s.Phase != "":
+	case s.Phase != napwakev1alpha1.PhaseRunning && s.Phase != "":
 		pauseAt = "not running"
 	}
 	clock.add(txt("Pauses at:"), txt(pauseAt))
@@ -60,7 +60,7 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 	clock.write(w, o)
 
 	fmt.Fprintln(w, "Routes:")
-	var routes []v1alpha1.Route
+	var routes []napwakev1alpha1.Route
 	if s.Doorman != nil {
 		routes = s.Doorman.Routes
 	}
@@ -82,7 +82,7 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 		}
 		rt.write(w, o)
 	}
-	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionWakeOnRequest); c != nil && c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(s.Conditions, napwakev1alpha1.ConditionWakeOnRequest); c != nil && c.Status != metav1.ConditionTrue {
 		fmt.Fprintf(w, "Why not routed:\n  %s: %s\n", o.paint(yellow, clean(c.Reason)), oneLine(c.Message))
 	}
 	if ps := Problems(mw, events, o.Now); len(ps) > 0 {
@@ -102,7 +102,7 @@ func Describe(w io.Writer, mw *v1alpha1.ManagedWorkload, events []corev1.Event, 
 	describeEvents(w, eventsFor(mw, events), o)
 }
 
-func describeDependencies(w io.Writer, mw *v1alpha1.ManagedWorkload, o Options) {
+func describeDependencies(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, o Options) {
 	fmt.Fprintln(w, "Dependencies:")
 	dt := table{indent: "  "}
 	for _, d := range mw.Spec.Dependencies {
@@ -162,7 +162,7 @@ func describeEvents(w io.Writer, events []corev1.Event, o Options) {
 	et.write(w, o)
 }
 
-func wakeSummary(ws v1alpha1.WakeSpec) string {
+func wakeSummary(ws napwakev1alpha1.WakeSpec) string {
 	parts := []string{orDash(string(ws.Mode))}
 	if ws.Page != nil {
 		parts = append(parts, "page "+onOff(*ws.Page))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // hoursPerWeek is the forecast's length: 7 days of 24 hours, Monday 00:00 first.
@@ -33,7 +33,7 @@ func Shade(v, peak int32) int {
 // row per day in the workload's forecast time zone, darker where people
 // usually come; the hour it is now is highlighted in colour. Until the
 // operator has written a forecast it says there is no data yet.
-func Forecast(w io.Writer, mw *v1alpha1.ManagedWorkload, o Options) {
+func Forecast(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, o Options) {
 	tzName := "UTC"
 	autoResume, pauseEarly := false, false
 	if f := mw.Spec.Forecast; f != nil {

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // FuzzRenderObjectsFromTheCluster feeds the renderers what a cluster may hold:
@@ -28,25 +28,25 @@ func FuzzRenderObjectsFromTheCluster(f *testing.F) {
 		for i := 0; i+4 <= len(raw) && len(hours) < 400; i += 4 {
 			hours = append(hours, int32(binary.BigEndian.Uint32(raw[i:])))
 		}
-		mw := v1alpha1.ManagedWorkload{
+		mw := napwakev1alpha1.ManagedWorkload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api"},
-			Spec: v1alpha1.ManagedWorkloadSpec{
-				TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: "api"},
-				Forecast:  &v1alpha1.ForecastSpec{TimeZone: zone},
+			Spec: napwakev1alpha1.ManagedWorkloadSpec{
+				TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"},
+				Forecast:  &napwakev1alpha1.ForecastSpec{TimeZone: zone},
 			},
-			Status: v1alpha1.ManagedWorkloadStatus{
-				Phase:              v1alpha1.Phase(phase),
+			Status: napwakev1alpha1.ManagedWorkloadStatus{
+				Phase:              napwakev1alpha1.Phase(phase),
 				LastActivitySource: source,
-				Pause:              &v1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: v1alpha1.PauseReason(reason)},
-				Forecast:           &v1alpha1.ForecastStatus{Hours: hours},
-				Conditions: []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: reason,
-					Message: v1alpha1.CarriedOverPrefix + message}},
+				Pause:              &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: napwakev1alpha1.PauseReason(reason)},
+				Forecast:           &napwakev1alpha1.ForecastStatus{Hours: hours},
+				Conditions: []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: reason,
+					Message: napwakev1alpha1.CarriedOverPrefix + message}},
 			},
 		}
 		events := []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "ns", Name: "api"},
-			Reason: v1alpha1.EventInvalidSetting, Message: eventMsg, LastTimestamp: at(-time.Minute)}}
+			Reason: napwakev1alpha1.EventInvalidSetting, Message: eventMsg, LastTimestamp: at(-time.Minute)}}
 
-		lines := func(render func(*bytes.Buffer, *v1alpha1.ManagedWorkload)) (string, int) {
+		lines := func(render func(*bytes.Buffer, *napwakev1alpha1.ManagedWorkload)) int {
 			var b bytes.Buffer
 			render(&b, &mw)
 			out := b.String()
@@ -55,28 +55,28 @@ func FuzzRenderObjectsFromTheCluster(f *testing.F) {
 					t.Fatalf("output holds control byte %#x at %d:\n%q", out[i], i, out)
 				}
 			}
-			return out, strings.Count(out, "\n")
+			return strings.Count(out, "\n")
 		}
 		plainMW := mw
-		status := func(b *bytes.Buffer, m *v1alpha1.ManagedWorkload) {
-			Status(b, []v1alpha1.ManagedWorkload{*m}, events, "ns", Options{Now: now, Wide: true})
+		status := func(b *bytes.Buffer, m *napwakev1alpha1.ManagedWorkload) {
+			Status(b, []napwakev1alpha1.ManagedWorkload{*m}, events, "ns", Options{Now: now, Wide: true})
 		}
-		describe := func(b *bytes.Buffer, m *v1alpha1.ManagedWorkload) { Describe(b, m, events, Options{Now: now}) }
-		forecast := func(b *bytes.Buffer, m *v1alpha1.ManagedWorkload) { Forecast(b, m, Options{Now: now}) }
-		_, n := lines(status)
-		_, nd := lines(describe)
+		describe := func(b *bytes.Buffer, m *napwakev1alpha1.ManagedWorkload) { Describe(b, m, events, Options{Now: now}) }
+		forecast := func(b *bytes.Buffer, m *napwakev1alpha1.ManagedWorkload) { Forecast(b, m, Options{Now: now}) }
+		n := lines(status)
+		nd := lines(describe)
 		lines(forecast)
 
 		// The same objects with tame text must print as many lines.
-		mw.Status.Conditions[0].Message = v1alpha1.CarriedOverPrefix + "x"
+		mw.Status.Conditions[0].Message = napwakev1alpha1.CarriedOverPrefix + "x"
 		mw.Status.Conditions[0].Reason = "R"
 		mw.Status.Pause.Reason = "R"
 		mw.Status.LastActivitySource = "s"
 		events[0].Message = "m"
-		if _, want := lines(status); n != want {
+		if want := lines(status); n != want {
 			t.Errorf("status printed %d lines, %d with tame text", n, want)
 		}
-		if _, want := lines(describe); nd != want {
+		if want := lines(describe); nd != want {
 			t.Errorf("describe printed %d lines, %d with tame text", nd, want)
 		}
 		mw = plainMW

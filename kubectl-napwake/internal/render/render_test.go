@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/version"
 )
 
@@ -45,76 +45,76 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // fleet is one workload in each interesting state.
-func fleet() ([]v1alpha1.ManagedWorkload, []corev1.Event) {
-	mw := func(ns, name string, phase v1alpha1.Phase) v1alpha1.ManagedWorkload {
-		return v1alpha1.ManagedWorkload{
+func fleet() ([]napwakev1alpha1.ManagedWorkload, []corev1.Event) {
+	mw := func(ns, name string, phase napwakev1alpha1.Phase) napwakev1alpha1.ManagedWorkload {
+		return napwakev1alpha1.ManagedWorkload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.ManagedWorkloadSpec{
-				TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: name},
-				Wake:      v1alpha1.WakeSpec{Mode: v1alpha1.WakeRequest},
+			Spec: napwakev1alpha1.ManagedWorkloadSpec{
+				TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: name},
+				Wake:      napwakev1alpha1.WakeSpec{Mode: napwakev1alpha1.WakeRequest},
 			},
-			Status: v1alpha1.ManagedWorkloadStatus{Phase: phase},
+			Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: phase},
 		}
 	}
-	api := mw("preview-42", "api", v1alpha1.PhasePaused)
-	api.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-2 * time.Hour), Replicas: 3, Reason: v1alpha1.PauseIdle}
+	api := mw("preview-42", "api", napwakev1alpha1.PhasePaused)
+	api.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: at(-2 * time.Hour), Replicas: 3, Reason: napwakev1alpha1.PauseIdle}
 	api.Status.LastActivity = atp(-150 * time.Minute)
-	api.Status.LastActivitySource = v1alpha1.SourceRequest
+	api.Status.LastActivitySource = napwakev1alpha1.SourceRequest
 	api.Status.ResumedAt = atp(-5 * time.Hour)
-	api.Status.TurnedAway = &v1alpha1.TurnedAwayStatus{PausedAt: at(-2 * time.Hour), Requests: 312}
-	api.Status.Doorman = &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{
-		{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017, IPFamilies: []v1alpha1.IPFamily{"IPv4"}},
-		{Service: "api-grpc", Port: 9000, DoormanPort: 20018, IPFamilies: []v1alpha1.IPFamily{"IPv4", "IPv6"}, Forwarded: true},
+	api.Status.TurnedAway = &napwakev1alpha1.TurnedAwayStatus{PausedAt: at(-2 * time.Hour), Requests: 312}
+	api.Status.Doorman = &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{
+		{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017, IPFamilies: []napwakev1alpha1.IPFamily{"IPv4"}},
+		{Service: "api-grpc", Port: 9000, DoormanPort: 20018, IPFamilies: []napwakev1alpha1.IPFamily{"IPv4", "IPv6"}, Forwarded: true},
 	}}
-	api.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDoormanRouted, LastTransitionTime: at(-2 * time.Hour)}}
-	api.Spec.Dependencies = []v1alpha1.DependencyRef{{Name: "postgres"}}
-	api.Status.Dependencies = &v1alpha1.DependenciesStatus{Learned: []v1alpha1.LearnedDependency{{Namespace: "shared", Name: "cache", LastSeen: at(-26 * time.Hour)}}}
+	api.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonDoormanRouted, LastTransitionTime: at(-2 * time.Hour)}}
+	api.Spec.Dependencies = []napwakev1alpha1.DependencyRef{{Name: "postgres"}}
+	api.Status.Dependencies = &napwakev1alpha1.DependenciesStatus{Learned: []napwakev1alpha1.LearnedDependency{{Namespace: "shared", Name: "cache", LastSeen: at(-26 * time.Hour)}}}
 
-	web := mw("preview-42", "web", v1alpha1.PhaseRunning)
+	web := mw("preview-42", "web", napwakev1alpha1.PhaseRunning)
 	web.Status.LastActivity = atp(-12 * time.Minute)
-	web.Status.LastActivitySource = v1alpha1.SourceWakeRequested
+	web.Status.LastActivitySource = napwakev1alpha1.SourceWakeRequested
 	web.Status.PauseAt = atp(18 * time.Minute)
 	web.Status.ResumedAt = atp(-45 * time.Minute)
 	// An old pause's count must not show as this pause's.
-	web.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-3 * time.Hour), Replicas: 1, Reason: v1alpha1.PauseIdle}
-	web.Status.TurnedAway = &v1alpha1.TurnedAwayStatus{PausedAt: at(-3 * time.Hour), Requests: 9}
-	web.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotPaused,
-		Message: v1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}}
+	web.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: at(-3 * time.Hour), Replicas: 1, Reason: napwakev1alpha1.PauseIdle}
+	web.Status.TurnedAway = &napwakev1alpha1.TurnedAwayStatus{PausedAt: at(-3 * time.Hour), Requests: 9}
+	web.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNotPaused,
+		Message: napwakev1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}}
 
-	db := mw("staging", "postgres", v1alpha1.PhasePausing)
-	db.Spec.TargetRef.Kind = v1alpha1.KindStatefulSet
-	db.Spec.Wake.Mode = v1alpha1.WakeAsk
-	db.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-20 * time.Second), Replicas: 1, Reason: v1alpha1.PauseRequested}
-	db.Status.LastActivitySource = v1alpha1.SourceCreated
-	db.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNodeLocalTraffic,
+	db := mw("staging", "postgres", napwakev1alpha1.PhasePausing)
+	db.Spec.TargetRef.Kind = napwakev1alpha1.KindStatefulSet
+	db.Spec.Wake.Mode = napwakev1alpha1.WakeAsk
+	db.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: at(-20 * time.Second), Replicas: 1, Reason: napwakev1alpha1.PauseRequested}
+	db.Status.LastActivitySource = napwakev1alpha1.SourceCreated
+	db.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNodeLocalTraffic,
 		Message: "Service postgres has internalTrafficPolicy: Local", LastTransitionTime: at(-20 * time.Second)}}
 
-	worker := mw("staging", "worker", v1alpha1.PhasePaused)
-	worker.Status.Pause = &v1alpha1.PauseStatus{StartedAt: at(-30 * time.Minute), Replicas: 2, Reason: v1alpha1.PauseForecast}
-	worker.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionTargetAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTargetNotFound,
+	worker := mw("staging", "worker", napwakev1alpha1.PhasePaused)
+	worker.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: at(-30 * time.Minute), Replicas: 2, Reason: napwakev1alpha1.PauseForecast}
+	worker.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionTargetAvailable, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotFound,
 		Message: "Deployment worker not found", LastTransitionTime: at(-10 * time.Minute)}}
 
 	events := []corev1.Event{
-		{InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "staging", Name: "worker"}, Reason: v1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
+		{InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "staging", Name: "worker"}, Reason: napwakev1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
 			Message: `napwake.dev/wake "yes" is neither request nor ask: asking`, LastTimestamp: at(-5 * time.Minute)},
-		{InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "staging", Name: "worker"}, Reason: v1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
+		{InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "staging", Name: "worker"}, Reason: napwakev1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
 			Message: `napwake.dev/wake "yes" is neither request nor ask: asking`, LastTimestamp: at(-6 * time.Minute)},
-		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: v1alpha1.EventPaused, Type: corev1.EventTypeNormal,
+		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: napwakev1alpha1.EventPaused, Type: corev1.EventTypeNormal,
 			Message: "Paused after 30m idle; 3 replicas kept", LastTimestamp: at(-2 * time.Hour)},
-		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: v1alpha1.EventWaking, Type: corev1.EventTypeNormal,
+		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: napwakev1alpha1.EventWaking, Type: corev1.EventTypeNormal,
 			Message: "Woken by a request from 10.0.0.7", LastTimestamp: at(-5 * time.Hour)},
 		// Another namespace's workload of the same name is not this one.
-		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "other", Name: "api"}, Reason: v1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
+		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "other", Name: "api"}, Reason: napwakev1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
 			Message: "not ours", LastTimestamp: at(-1 * time.Minute)},
 	}
-	return []v1alpha1.ManagedWorkload{api, web, db, worker}, events
+	return []napwakev1alpha1.ManagedWorkload{api, web, db, worker}, events
 }
 
 func TestStatusGolden(t *testing.T) {
 	mws, events := fleet()
 	for _, tc := range []struct {
 		name string
-		mws  []v1alpha1.ManagedWorkload
+		mws  []napwakev1alpha1.ManagedWorkload
 		o    Options
 	}{
 		{"status-all-namespaces", mws, Options{Now: now, AllNamespaces: true}},
@@ -158,8 +158,8 @@ func TestForecastGolden(t *testing.T) {
 		hours[d*24+10], hours[d*24+14] = 1200, 900
 	}
 	hours[5*24+11] = 40 // a Saturday visit
-	week.Spec.Forecast = &v1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Europe/Berlin"}
-	week.Status.Forecast = &v1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 45, UpdatedAt: atp(-2 * time.Hour)}
+	week.Spec.Forecast = &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Europe/Berlin"}
+	week.Status.Forecast = &napwakev1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 45, UpdatedAt: atp(-2 * time.Hour)}
 	t.Run("forecast-week", func(t *testing.T) {
 		var b bytes.Buffer
 		Forecast(&b, &week, Options{Now: now})
@@ -219,13 +219,13 @@ func TestProblems(t *testing.T) {
 	mws, events := fleet()
 	for _, tc := range []struct {
 		name string
-		mw   v1alpha1.ManagedWorkload
+		mw   napwakev1alpha1.ManagedWorkload
 		want []string
 	}{
 		{"a routed workload needs nothing", mws[0], nil},
-		{"a problem carried from the last pause is listed while running", mws[1], []string{v1alpha1.ReasonNotPaused}},
-		{"a routing reason is listed", mws[2], []string{v1alpha1.ReasonNodeLocalTraffic}},
-		{"a missing target and one InvalidSetting per message are listed", mws[3], []string{v1alpha1.ReasonTargetNotFound, v1alpha1.EventInvalidSetting}},
+		{"a problem carried from the last pause is listed while running", mws[1], []string{napwakev1alpha1.ReasonNotPaused}},
+		{"a routing reason is listed", mws[2], []string{napwakev1alpha1.ReasonNodeLocalTraffic}},
+		{"a missing target and one InvalidSetting per message are listed", mws[3], []string{napwakev1alpha1.ReasonTargetNotFound, napwakev1alpha1.EventInvalidSetting}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -245,7 +245,7 @@ func TestProblems(t *testing.T) {
 	old := mws[3]
 	stale := []corev1.Event{events[0]}
 	stale[0].LastTimestamp = at(-25 * time.Hour)
-	if ps := Problems(&old, stale, now); len(ps) != 1 || ps[0].Reason != v1alpha1.ReasonTargetNotFound {
+	if ps := Problems(&old, stale, now); len(ps) != 1 || ps[0].Reason != napwakev1alpha1.ReasonTargetNotFound {
 		t.Errorf("an InvalidSetting event from yesterday is listed: %v", ps)
 	}
 	notPaused := mws[1]
@@ -264,7 +264,7 @@ func TestTurnedAwayThisPauseIgnoresAnEarlierPause(t *testing.T) {
 		t.Errorf("a running workload's last pause: got %d, want 0", got)
 	}
 	stale := mws[0]
-	stale.Status.TurnedAway = &v1alpha1.TurnedAwayStatus{PausedAt: at(-9 * time.Hour), Requests: 5}
+	stale.Status.TurnedAway = &napwakev1alpha1.TurnedAwayStatus{PausedAt: at(-9 * time.Hour), Requests: 5}
 	if got := TurnedAwayThisPause(&stale); got != 0 {
 		t.Errorf("an earlier pause's count: got %d, want 0", got)
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // Problem is one entry of the "Needs attention" list.
@@ -25,7 +25,7 @@ type Problem struct {
 
 // notRoutingProblems are WakeOnRequest=False reasons that need nobody's
 // attention: the workload is awake, or the doorman is off on purpose.
-var notRoutingProblems = []string{v1alpha1.ReasonNotPaused, v1alpha1.ReasonDoormanDisabled, v1alpha1.ReasonDoormanRouted}
+var notRoutingProblems = []string{napwakev1alpha1.ReasonNotPaused, napwakev1alpha1.ReasonDoormanDisabled, napwakev1alpha1.ReasonDoormanRouted}
 
 // recentEvents is how far back an InvalidSetting event still needs
 // attention: clusters keep events an hour by default, some far longer, and a
@@ -37,19 +37,19 @@ const recentEvents = 24 * time.Hour
 // pause (message starting "at its last pause: "), a missing target, and the
 // InvalidSetting events of the last day among events that concern mw or its
 // target. Duplicated events (the same message) are listed once.
-func Problems(mw *v1alpha1.ManagedWorkload, events []corev1.Event, now time.Time) []Problem {
+func Problems(mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, now time.Time) []Problem {
 	var out []Problem
-	if c := meta.FindStatusCondition(mw.Status.Conditions, v1alpha1.ConditionWakeOnRequest); c != nil && c.Status == metav1.ConditionFalse {
-		if strings.HasPrefix(c.Message, v1alpha1.CarriedOverPrefix) || !slices.Contains(notRoutingProblems, c.Reason) {
+	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest); c != nil && c.Status == metav1.ConditionFalse {
+		if strings.HasPrefix(c.Message, napwakev1alpha1.CarriedOverPrefix) || !slices.Contains(notRoutingProblems, c.Reason) {
 			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 		}
 	}
-	if c := meta.FindStatusCondition(mw.Status.Conditions, v1alpha1.ConditionTargetAvailable); c != nil && c.Status == metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c != nil && c.Status == metav1.ConditionFalse {
 		out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 	}
 	seen := map[string]bool{}
 	for _, e := range eventsFor(mw, events) {
-		if e.Reason != v1alpha1.EventInvalidSetting || seen[e.Message] || now.Sub(eventTime(e)) > recentEvents {
+		if e.Reason != napwakev1alpha1.EventInvalidSetting || seen[e.Message] || now.Sub(eventTime(e)) > recentEvents {
 			continue
 		}
 		seen[e.Message] = true
@@ -61,7 +61,7 @@ func Problems(mw *v1alpha1.ManagedWorkload, events []corev1.Event, now time.Time
 // eventsFor returns the events about mw itself or its target workload (the
 // operator reports settings read from a labelled workload's annotations on
 // that workload), newest first.
-func eventsFor(mw *v1alpha1.ManagedWorkload, events []corev1.Event) []corev1.Event {
+func eventsFor(mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event) []corev1.Event {
 	var out []corev1.Event
 	for _, e := range events {
 		obj := e.InvolvedObject
@@ -94,9 +94,9 @@ func eventTime(e corev1.Event) time.Time {
 // TurnedAwayThisPause returns how many requests the doorman turned away in
 // mw's current pause; zero when it is not paused or the count is for an
 // earlier pause.
-func TurnedAwayThisPause(mw *v1alpha1.ManagedWorkload) int64 {
+func TurnedAwayThisPause(mw *napwakev1alpha1.ManagedWorkload) int64 {
 	s := mw.Status
-	if s.Pause == nil || s.TurnedAway == nil || s.Phase == v1alpha1.PhaseRunning {
+	if s.Pause == nil || s.TurnedAway == nil || s.Phase == napwakev1alpha1.PhaseRunning {
 		return 0
 	}
 	if !s.TurnedAway.PausedAt.Equal(&s.Pause.StartedAt) {
@@ -107,10 +107,10 @@ func TurnedAwayThisPause(mw *v1alpha1.ManagedWorkload) int64 {
 
 // ReplicaHoursPaused sums, over the workloads in phase Paused, the replicas
 // each keeps times how long it has been paused, in hours.
-func ReplicaHoursPaused(mws []v1alpha1.ManagedWorkload, now time.Time) (hours float64, workloads int, replicas int32) {
+func ReplicaHoursPaused(mws []napwakev1alpha1.ManagedWorkload, now time.Time) (hours float64, workloads int, replicas int32) {
 	for i := range mws {
 		s := mws[i].Status
-		if s.Phase != v1alpha1.PhasePaused || s.Pause == nil {
+		if s.Phase != napwakev1alpha1.PhasePaused || s.Pause == nil {
 			continue
 		}
 		workloads++
@@ -126,7 +126,7 @@ func ReplicaHoursPaused(mws []v1alpha1.ManagedWorkload, now time.Time) (hours fl
 // workloads needing attention, those that turned requests away this pause,
 // and the replica-hours paused. namespace names the namespace listed, for the
 // empty message; it is ignored with AllNamespaces.
-func Status(w io.Writer, mws []v1alpha1.ManagedWorkload, events []corev1.Event, namespace string, o Options) {
+func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.Event, namespace string, o Options) {
 	if len(mws) == 0 {
 		if o.AllNamespaces {
 			fmt.Fprintln(w, "No ManagedWorkloads found.")
@@ -185,18 +185,18 @@ func Status(w io.Writer, mws []v1alpha1.ManagedWorkload, events []corev1.Event, 
 		hours, plural(int64(n), "workload"), plural(int64(replicas), "replica"))
 }
 
-func statusRow(mw *v1alpha1.ManagedWorkload, o Options) []cell {
+func statusRow(mw *napwakev1alpha1.ManagedWorkload, o Options) []cell {
 	s := mw.Status
 	kept, forDur := "-", "-"
 	switch s.Phase {
-	case v1alpha1.PhaseRunning:
+	case napwakev1alpha1.PhaseRunning:
 		forDur = since(o.Now, timeOf(s.LastActivity))
-	case v1alpha1.PhasePausing, v1alpha1.PhasePaused:
+	case napwakev1alpha1.PhasePausing, napwakev1alpha1.PhasePaused:
 		if s.Pause != nil {
 			forDur = since(o.Now, &s.Pause.StartedAt.Time)
 		}
 	}
-	if s.Phase != v1alpha1.PhaseRunning && s.Pause != nil {
+	if s.Phase != napwakev1alpha1.PhaseRunning && s.Pause != nil {
 		kept = strconv.Itoa(int(s.Pause.Replicas))
 	}
 	resumed := "-"
@@ -214,7 +214,7 @@ func statusRow(mw *v1alpha1.ManagedWorkload, o Options) []cell {
 	}
 	if o.Wide {
 		pausesIn := "-"
-		if s.Phase == v1alpha1.PhaseRunning && s.PauseAt != nil {
+		if s.Phase == napwakev1alpha1.PhaseRunning && s.PauseAt != nil {
 			pausesIn = until(o.Now, s.PauseAt.Time)
 		}
 		routes := 0
@@ -234,11 +234,11 @@ func statusRow(mw *v1alpha1.ManagedWorkload, o Options) []cell {
 }
 
 // phaseCell colours a phase: green running, blue paused, yellow in between.
-func phaseCell(p v1alpha1.Phase) cell {
+func phaseCell(p napwakev1alpha1.Phase) cell {
 	switch p {
-	case v1alpha1.PhaseRunning:
+	case napwakev1alpha1.PhaseRunning:
 		return cell{string(p), green}
-	case v1alpha1.PhasePaused:
+	case napwakev1alpha1.PhasePaused:
 		return cell{string(p), blue}
 	case "":
 		return txt("-")
@@ -248,7 +248,7 @@ func phaseCell(p v1alpha1.Phase) cell {
 }
 
 // ref names mw as the user typed it: with its namespace when listing all.
-func ref(mw *v1alpha1.ManagedWorkload, o Options) string {
+func ref(mw *napwakev1alpha1.ManagedWorkload, o Options) string {
 	if o.AllNamespaces {
 		return mw.Namespace + "/" + mw.Name
 	}
