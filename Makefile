@@ -33,6 +33,7 @@ help: ## Show this help.
 
 .PHONY: demo
 demo: ## Bring up a local cluster (or use $KUBECONFIG), install Napwake, watch a workload pause and a request wake it.
+	@$(ROOT)/hack/packages.sh
 	@$(ROOT)/hack/demo.sh
 
 .PHONY: demo-down
@@ -44,7 +45,7 @@ demo-remote-test: ## Run make demo in its KUBECONFIG + NAPWAKE_REGISTRY mode aga
 	@$(ROOT)/hack/testbed/demo-remote.sh
 
 .PHONY: test
-test: envtest-bins verify test-unit e2e ## Run every test: generated files, unit + envtest suites with -race, then the end-to-end suite.
+test: packages envtest-bins verify test-unit e2e ## Run every test: generated files, unit + envtest suites with -race, then the end-to-end suite.
 
 .PHONY: test-unit
 test-unit: ## Unit and envtest suites of every module, with -race.
@@ -120,12 +121,16 @@ lint: ## golangci-lint (.golangci.yml: module boundaries, import aliases, vet, .
 
 ##@ Local cluster
 
+.PHONY: packages
+packages: ## Install the Debian packages the demo and tests need (hack/packages.sh lists them), if any is missing.
+	@$(ROOT)/hack/packages.sh
+
 .PHONY: envtest-bins
 envtest-bins: ## Build (once, cached by version) the etcd, kube-apiserver and kubectl that envtest uses.
 	@$(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl >/dev/null
 
 .PHONY: cluster-up
-cluster-up: ## A real single-node cluster in its own network namespace (root; builds binaries on first use).
+cluster-up: packages ## A real single-node cluster in its own network namespace (root; builds binaries on first use).
 	@$(ROOT)/hack/testbed/cluster.sh up
 
 .PHONY: cluster-down

@@ -72,7 +72,7 @@ check_host() {
   done
   [ -d /usr/lib/cni ] || missing+=("containernetworking-plugins")
   if [ ${#missing[@]} -gt 0 ]; then
-    die "missing ${missing[*]}: apt-get install -y containerd runc containernetworking-plugins iptables conntrack util-linux openssl iproute2"
+    die "missing ${missing[*]}: run hack/packages.sh as root (make demo and make test do)"
   fi
 }
 
