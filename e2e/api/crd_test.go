@@ -60,11 +60,43 @@ func TestMinimalManagedWorkloadIsAcceptedAndDefaulted(t *testing.T) {
 	if w.Page == nil || !*w.Page {
 		t.Errorf("wake.page defaulted to %v, want true", w.Page)
 	}
-	if w.MaxWait == nil || w.MaxWait.Duration != 2*time.Minute {
-		t.Errorf("wake.maxWait defaulted to %v, want 2m", w.MaxWait)
+	if w.MaxWait == nil || w.MaxWait.Duration != napwakev1alpha1.DefaultMaxWait {
+		t.Errorf("wake.maxWait defaulted to %v, want apis' DefaultMaxWait %v", w.MaxWait, napwakev1alpha1.DefaultMaxWait)
 	}
 	if got.Spec.IdleAfter != nil {
 		t.Errorf("idleAfter defaulted to %v; it must stay unset so the operator's --default-idle-after applies", got.Spec.IdleAfter)
+	}
+}
+
+// TestTheCRDsBoundsAreTheAPIsConstants holds the CRD's markers and the
+// constants the operator and the doorman use to the same numbers: each bound
+// is accepted, and the next second past it refused naming the field.
+func TestTheCRDsBoundsAreTheAPIsConstants(t *testing.T) {
+	for i, tc := range []struct {
+		name   string
+		spec   napwakev1alpha1.ManagedWorkloadSpec
+		accept bool
+		field  string
+	}{
+		{"maxWait at MaxMaxWait", napwakev1alpha1.ManagedWorkloadSpec{Wake: napwakev1alpha1.WakeSpec{MaxWait: &metav1.Duration{Duration: napwakev1alpha1.MaxMaxWait}}}, true, ""},
+		{"maxWait a second past MaxMaxWait", napwakev1alpha1.ManagedWorkloadSpec{Wake: napwakev1alpha1.WakeSpec{MaxWait: &metav1.Duration{Duration: napwakev1alpha1.MaxMaxWait + time.Second}}}, false, "spec.wake.maxWait"},
+		{"idleAfter at MinIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MinIdleAfter}}, true, ""},
+		{"idleAfter a second under MinIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MinIdleAfter - time.Second}}, false, "spec.idleAfter"},
+		{"idleAfter at MaxIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MaxIdleAfter}}, true, ""},
+		{"idleAfter a second past MaxIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MaxIdleAfter + time.Second}}, false, "spec.idleAfter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mw := minimal(fmt.Sprintf("bounds-%d", i))
+			tc.spec.TargetRef = mw.Spec.TargetRef
+			mw.Spec = tc.spec
+			err := k8s.Create(context.Background(), mw)
+			switch {
+			case tc.accept && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tc.accept && (err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field)):
+				t.Fatalf("want an Invalid error naming %s, got %v", tc.field, err)
+			}
+		})
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -252,7 +251,7 @@ func WorkloadOf(mw *v1alpha1.ManagedWorkload) proxy.Workload {
 		Phase: string(mw.Status.Phase),
 	}
 	if mw.Spec.Wake.MaxWait != nil {
-		w.MaxWait = min(mw.Spec.Wake.MaxWait.Duration, time.Hour)
+		w.MaxWait = min(mw.Spec.Wake.MaxWait.Duration, v1alpha1.MaxMaxWait)
 	}
 	if mw.Status.Pause != nil {
 		w.PausedAt = mw.Status.Pause.StartedAt.Time

@@ -80,16 +80,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SyncPeriod, "sync-period", c.SyncPeriod, "how often every ManagedWorkload is re-checked when nothing changed")
 }
 
-// MinIdleAfter and MaxIdleAfter bound idleAfter, as the CRD does.
-const (
-	MinIdleAfter = time.Minute
-	MaxIdleAfter = 168 * time.Hour
-)
-
 // Validate reports every flag value the operator cannot run with.
 func (c Config) Validate() error {
 	var errs []error
-	if c.DefaultIdleAfter < MinIdleAfter || c.DefaultIdleAfter > MaxIdleAfter {
+	if c.DefaultIdleAfter < napwakev1alpha1.MinIdleAfter || c.DefaultIdleAfter > napwakev1alpha1.MaxIdleAfter {
 		errs = append(errs, fmt.Errorf("--default-idle-after %s: want 1m to 168h", c.DefaultIdleAfter))
 	}
 	if c.DefaultWake != napwakev1alpha1.WakeValueRequest && c.DefaultWake != napwakev1alpha1.WakeValueAsk {

@@ -49,9 +49,6 @@ func (w Warning) String() string {
 // Limits the CRD enforces; a value outside them is unreadable here rather
 // than refused by the API server later.
 const (
-	minIdleAfter  = time.Minute
-	maxIdleAfter  = 168 * time.Hour
-	maxMaxWait    = time.Hour
 	maxQueryLen   = 4096
 	maxDependents = 64
 )
@@ -67,8 +64,8 @@ func Spec(kind napwakev1alpha1.TargetKind, name string, workload, namespace map[
 	spec.Wake.Mode = p.wake(d.Wake)
 	page := p.boolean(napwakev1alpha1.AnnotationWakePage, true)
 	spec.Wake.Page = &page
-	spec.Wake.MaxWait = &metav1.Duration{Duration: p.duration(napwakev1alpha1.AnnotationWakeMaxWait, 2*time.Minute, time.Nanosecond, maxMaxWait)}
-	spec.IdleAfter = &metav1.Duration{Duration: p.duration(napwakev1alpha1.AnnotationIdleAfter, d.IdleAfter, minIdleAfter, maxIdleAfter)}
+	spec.Wake.MaxWait = &metav1.Duration{Duration: p.duration(napwakev1alpha1.AnnotationWakeMaxWait, napwakev1alpha1.DefaultMaxWait, time.Nanosecond, napwakev1alpha1.MaxMaxWait)}
+	spec.IdleAfter = &metav1.Duration{Duration: p.duration(napwakev1alpha1.AnnotationIdleAfter, d.IdleAfter, napwakev1alpha1.MinIdleAfter, napwakev1alpha1.MaxIdleAfter)}
 	if q := p.query(); q != "" {
 		spec.Activity = &napwakev1alpha1.ActivitySpec{Prometheus: &napwakev1alpha1.PrometheusActivity{Query: q}}
 	}

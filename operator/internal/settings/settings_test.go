@@ -174,10 +174,10 @@ func FuzzSpec(f *testing.F) {
 		if wake != "request" && wake != "ask" && s.Wake.Mode != napwakev1alpha1.WakeAsk {
 			t.Fatalf("unreadable wake %q gave %q", wake, s.Wake.Mode)
 		}
-		if d := s.IdleAfter.Duration; d < minIdleAfter || d > maxIdleAfter {
+		if d := s.IdleAfter.Duration; d < napwakev1alpha1.MinIdleAfter || d > napwakev1alpha1.MaxIdleAfter {
 			t.Fatalf("idleAfter %s out of range", d)
 		}
-		if d := s.Wake.MaxWait.Duration; d <= 0 || d > maxMaxWait {
+		if d := s.Wake.MaxWait.Duration; d <= 0 || d > napwakev1alpha1.MaxMaxWait {
 			t.Fatalf("maxWait %s out of range", d)
 		}
 		for _, dep := range s.Dependencies {
