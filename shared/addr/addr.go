@@ -2,10 +2,15 @@
 // addresses it may never connect to, whatever spelling they come in.
 //
 // An address is refused when it, or any IPv4 address embedded in it
-// (IPv4-mapped and IPv4-compatible IPv6, NAT64, 6to4, Teredo), is loopback,
-// unspecified, link-local, multicast, broadcast, in 0.0.0.0/8, a cloud
-// metadata address, or one of the caller's own addresses. Addresses with an
-// IPv6 zone are refused too: a zone only means something on a link.
+// (IPv4-mapped, IPv4-translated (SIIT) and IPv4-compatible IPv6, NAT64,
+// 6to4, Teredo), is loopback, unspecified, link-local, multicast, broadcast,
+// in 0.0.0.0/8 or 192.0.0.0/24, a cloud metadata address, or one of the
+// caller's own addresses. Addresses with an IPv6 zone are refused too: a
+// zone only means something on a link.
+//
+// The table is checked two ways: by hand-written cases, and by a fuzz target
+// that, inside a network namespace of its own, asks the kernel whether a
+// connect to each allowed address would reach this host.
 package addr
 
 import (
@@ -18,33 +23,39 @@ import (
 // ErrForbidden is wrapped by every refusal of Rules.Check.
 var ErrForbidden = errors.New("address not allowed")
 
-// Metadata lists the cloud metadata addresses never dialled: AWS/GCP/OpenStack
-// (169.254.169.254, also link-local), AWS's IPv6 IMDS (fd00:ec2::254),
-// Alibaba Cloud (100.100.100.200) and Azure's wire server (168.63.129.16).
+// Metadata lists the cloud metadata addresses never dialled: AWS, GCP,
+// Azure, OpenStack and most others (169.254.169.254, also link-local), AWS's
+// IPv6 IMDS (fd00:ec2::254), GCP's IPv6 metadata server (fd20:ce::254),
+// Oracle Cloud's (192.0.0.192, also in 192.0.0.0/24), Alibaba Cloud
+// (100.100.100.200) and Azure's wire server (168.63.129.16).
 var Metadata = []netip.Addr{
 	netip.MustParseAddr("169.254.169.254"),
 	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("fd20:ce::254"),
+	netip.MustParseAddr("192.0.0.192"),
 	netip.MustParseAddr("100.100.100.200"),
 	netip.MustParseAddr("168.63.129.16"),
 }
 
 var (
-	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")      // "this host on this network"
-	broadcast   = netip.MustParseAddr("255.255.255.255")  // limited broadcast
-	ipv4Compat  = netip.MustParsePrefix("::/96")          // deprecated IPv4-compatible IPv6
-	nat64WKP    = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052 well-known prefix
-	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215 local-use prefix
-	sixToFour   = netip.MustParsePrefix("2002::/16")      // RFC 3056
-	teredo      = netip.MustParsePrefix("2001::/32")      // RFC 4380
-	siteLocal   = netip.MustParsePrefix("fec0::/10")      // deprecated site-local, treated as link-scoped
-	loopback4   = netip.MustParsePrefix("127.0.0.0/8")    // all of it, not just 127.0.0.1
-	linkLocal4  = netip.MustParsePrefix("169.254.0.0/16") // IPv4 link-local, metadata services
-	linkLocal6  = netip.MustParsePrefix("fe80::/10")      // IPv6 link-local unicast
-	multicast6  = netip.MustParsePrefix("ff00::/8")       // every IPv6 multicast scope
-	multicast4  = netip.MustParsePrefix("224.0.0.0/4")    // every IPv4 multicast group
-	reserved4   = netip.MustParsePrefix("240.0.0.0/4")    // class E, never a pod
-	loopbackV6  = netip.IPv6Loopback()                    // ::1
-	unspecified = netip.IPv6Unspecified()                 // ::
+	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")       // "this host on this network"
+	broadcast   = netip.MustParseAddr("255.255.255.255")   // limited broadcast
+	ietf4       = netip.MustParsePrefix("192.0.0.0/24")    // RFC 6890 IETF protocol assignments (OCI metadata, NAT64 discovery), never a pod
+	ipv4Compat  = netip.MustParsePrefix("::/96")           // deprecated IPv4-compatible IPv6
+	ipv4Trans   = netip.MustParsePrefix("::ffff:0:0:0/96") // RFC 2765/6145 IPv4-translated (SIIT)
+	nat64WKP    = netip.MustParsePrefix("64:ff9b::/96")    // RFC 6052 well-known prefix
+	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48")  // RFC 8215 local-use prefix
+	sixToFour   = netip.MustParsePrefix("2002::/16")       // RFC 3056
+	teredo      = netip.MustParsePrefix("2001::/32")       // RFC 4380
+	siteLocal   = netip.MustParsePrefix("fec0::/10")       // deprecated site-local, treated as link-scoped
+	loopback4   = netip.MustParsePrefix("127.0.0.0/8")     // all of it, not just 127.0.0.1
+	linkLocal4  = netip.MustParsePrefix("169.254.0.0/16")  // IPv4 link-local, metadata services
+	linkLocal6  = netip.MustParsePrefix("fe80::/10")       // IPv6 link-local unicast
+	multicast6  = netip.MustParsePrefix("ff00::/8")        // every IPv6 multicast scope
+	multicast4  = netip.MustParsePrefix("224.0.0.0/4")     // every IPv4 multicast group
+	reserved4   = netip.MustParsePrefix("240.0.0.0/4")     // class E, never a pod
+	loopbackV6  = netip.IPv6Loopback()                     // ::1
+	unspecified = netip.IPv6Unspecified()                  // ::
 )
 
 // Rules are the dial rules. The zero value is the production rule set.
@@ -114,6 +125,8 @@ func (r Rules) forbidden(a netip.Addr) string {
 		return "multicast"
 	case a.Is4() && reserved4.Contains(a):
 		return "reserved"
+	case a.Is4() && ietf4.Contains(a):
+		return "an IETF protocol assignment (192.0.0.0/24)"
 	}
 	return ""
 }
@@ -130,6 +143,8 @@ func candidates(a netip.Addr) []netip.Addr {
 	case a.Is4In6():
 		out = append(out, a.Unmap())
 	case ipv4Compat.Contains(a) && a != unspecified && a != loopbackV6:
+		out = append(out, v4(12))
+	case ipv4Trans.Contains(a):
 		out = append(out, v4(12))
 	case nat64WKP.Contains(a):
 		out = append(out, v4(12))

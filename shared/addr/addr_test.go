@@ -48,6 +48,14 @@ func TestCheck(t *testing.T) {
 		{"AWS IPv6 metadata is refused", "fd00:ec2::254", false},
 		{"Alibaba metadata is refused", "100.100.100.200", false},
 		{"Azure wire server is refused", "168.63.129.16", false},
+		{"GCP IPv6 metadata is refused", "fd20:ce::254", false},
+		{"Oracle Cloud metadata is refused", "192.0.0.192", false},
+		{"the rest of the IETF's 192.0.0.0/24 is refused", "192.0.0.170", false},
+		{"an address just past 192.0.0.0/24 may be dialled", "192.0.1.1", true},
+		{"SIIT IPv4-translated loopback is refused", "::ffff:0:127.0.0.1", false},
+		{"SIIT IPv4-translated metadata is refused", "::ffff:0:a9fe:a9fe", false},
+		{"SIIT IPv4-translated pod address may be dialled", "::ffff:0:10.244.1.5", true},
+		{"NAT64 Oracle metadata is refused", "64:ff9b::c000:c0", false},
 		{"IPv4-mapped Azure wire server is refused", "::ffff:168.63.129.16", false},
 		{"IPv4-compatible Alibaba metadata is refused", "::100.100.100.200", false},
 		{"NAT64 metadata is refused", "64:ff9b::a9fe:a9fe", false},
@@ -99,11 +107,14 @@ func TestCheckAddrPortRefusesPortZero(t *testing.T) {
 }
 
 // FuzzCheck: an address Check allows must never be, nor embed, a forbidden
-// IPv4 address, and Check must never panic.
+// IPv4 address, must never reach this host when the kernel is asked (run as
+// root: see TestMain), and Check must never panic.
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{"10.1.2.3", "::ffff:127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2001:0:7f00:1::1", "fe80::1%lo", "fd00:ec2::254", "::", "garbage"} {
+	for _, s := range []string{"10.1.2.3", "::ffff:127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2001:0:7f00:1::1", "fe80::1%lo", "fd00:ec2::254", "::", "garbage",
+		"::ffff:0:7f00:1", "fd20:ce::254", "192.0.0.192", "::ffff:7f01:203"} {
 		f.Add(s)
 	}
+	reaches := kernelOracle(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
@@ -121,5 +132,6 @@ func FuzzCheck(f *testing.F) {
 		if a.Unmap().Is4() && r.Check(a.Unmap()) != nil {
 			t.Fatalf("Check(%s) allowed, but its IPv4 form %s is refused", a, a.Unmap())
 		}
+		reaches(t, a)
 	})
 }
