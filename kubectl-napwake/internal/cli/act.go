@@ -72,7 +72,7 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 	if err != nil {
 		return err
 	}
-	now := o.Clock.Now().UTC().Format(time.RFC3339)
+	now, skew := o.stamp(s)
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{a.annotation: now}}})
 	if err != nil {
 		return fmt.Errorf("encoding the patch: %w", err)
@@ -80,12 +80,32 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 	if err := s.c.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return s.explain(ctx, err, "setting "+a.annotation+" on ManagedWorkload "+name, name)
 	}
+	if skew > maxQuietSkew || skew < -maxQuietSkew {
+		fmt.Fprintf(o.IO.ErrOut, "note: this machine's clock is %s off the cluster's; the request carries the cluster's time\n", skew.Abs().Round(time.Second))
+	}
 	ref := mw.Namespace + "/" + mw.Name
 	fmt.Fprintf(o.IO.Out, "%s: %s requested (%s=%s); it is %s now\n", ref, a.verb, a.annotation, now, phaseOrUnknown(mw.Status.Phase))
 	if !wait {
 		return nil
 	}
 	return o.waitForPhase(ctx, s, mw, a.want, timeout)
+}
+
+// maxQuietSkew is how far this machine's clock may be from the cluster's
+// before the plugin says so.
+const maxQuietSkew = time.Minute
+
+// stamp is the time wake and pause write: the API server's, read from the
+// answer to the GET before it, so this machine's clock does not matter; its
+// own clock only when no answer carried a Date. skew is how far this
+// machine's clock is from the server's (0 when unknown).
+func (o *Options) stamp(s *session) (at string, skew time.Duration) {
+	local := o.Clock.Now().UTC()
+	server, ok := s.clock.now()
+	if !ok {
+		return local.Format(time.RFC3339), 0
+	}
+	return server.Format(time.RFC3339), local.Sub(server)
 }
 
 // verbFor names the request that waits for phase p.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"net"
 	"os"
@@ -185,15 +186,18 @@ func TestOutputRoundTrips(t *testing.T) {
 	}
 }
 
+// TestWakeAndPauseSetTheirAnnotations runs the plugin with a clock fixed at
+// 2026-10-27, weeks before the API server's: what it stamps must be the
+// server's time all the same, or a slow laptop's wake would do nothing.
 func TestWakeAndPauseSetTheirAnnotations(t *testing.T) {
 	ns := namespace(t, "act")
 	for _, tc := range []struct {
 		args       []string
 		annotation string
-		said       string
+		said       string // with %s for the stamp
 	}{
-		{[]string{"wake", "sleepy", "-n", ns}, napwakev1alpha1.AnnotationWakeRequested, "act/sleepy: wake requested (napwake.dev/wake-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
-		{[]string{"pause", "sleepy", "-n", ns}, napwakev1alpha1.AnnotationPauseRequested, "act/sleepy: pause requested (napwake.dev/pause-requested=2026-10-27T14:30:00Z); it is Paused now\n"},
+		{[]string{"wake", "sleepy", "-n", ns}, napwakev1alpha1.AnnotationWakeRequested, "act/sleepy: wake requested (napwake.dev/wake-requested=%s); it is Paused now\n"},
+		{[]string{"pause", "sleepy", "-n", ns}, napwakev1alpha1.AnnotationPauseRequested, "act/sleepy: pause requested (napwake.dev/pause-requested=%s); it is Paused now\n"},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) {
 			if tc.args[0] == "wake" {
@@ -205,17 +209,25 @@ func TestWakeAndPauseSetTheirAnnotations(t *testing.T) {
 						Pause: &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 1, Reason: napwakev1alpha1.PauseIdle}},
 				})
 			}
+			before := time.Now().Truncate(time.Second)
 			r := run(t, adminKubeconfig, nil, tc.args...)
+			after := time.Now()
 			mustSucceed(t, r)
-			if r.out != tc.said {
-				t.Errorf("printed %q, want %q", r.out, tc.said)
-			}
 			var mw napwakev1alpha1.ManagedWorkload
 			if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sleepy"}, &mw); err != nil {
 				t.Fatal(err)
 			}
-			if got := mw.Annotations[tc.annotation]; got != "2026-10-27T14:30:00Z" {
-				t.Errorf("%s = %q, want the current time 2026-10-27T14:30:00Z", tc.annotation, got)
+			got := mw.Annotations[tc.annotation]
+			stamp, err := time.Parse(time.RFC3339, got)
+			if err != nil || stamp.Before(before) || stamp.After(after.Add(2*time.Second)) {
+				t.Errorf("%s = %q, want the API server's time, between %s and %s (not the plugin's clock, %s)", tc.annotation, got,
+					before.UTC().Format(time.RFC3339), after.Add(2*time.Second).UTC().Format(time.RFC3339), now.Format(time.RFC3339))
+			}
+			if want := fmt.Sprintf(tc.said, got); r.out != want {
+				t.Errorf("printed %q, want %q", r.out, want)
+			}
+			if !strings.Contains(r.errOut, "note: this machine's clock is") || !strings.Contains(r.errOut, "off the cluster's; the request carries the cluster's time") {
+				t.Errorf("said nothing of the plugin's clock being weeks off: %q", r.errOut)
 			}
 			if mw.Annotations["keep"] != "me" {
 				t.Errorf("other annotations were lost: %v", mw.Annotations)

@@ -42,6 +42,8 @@ type session struct {
 	// namespace is -n, else the kubeconfig context's, else "default".
 	namespace string
 	c         client.WithWatch
+	// clock is the API server's time, from its answers.
+	clock *serverClock
 }
 
 // connect builds a client from the kubeconfig flags.
@@ -57,11 +59,13 @@ func (o *Options) connect() (*session, error) {
 	if err != nil {
 		return nil, explainConfig(err)
 	}
+	sc := &serverClock{}
+	cfg.Wrap(sc.wrap)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: restMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
 	}
-	return &session{cfg: cfg, namespace: ns, c: c}, nil
+	return &session{cfg: cfg, namespace: ns, c: c, clock: sc}, nil
 }
 
 // withTimeout returns a copy of cfg whose requests give up after d.
