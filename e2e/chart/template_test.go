@@ -210,6 +210,9 @@ func TestDoormanDeploymentFollowsTheContract(t *testing.T) {
 	if d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
 		t.Errorf("rolling update may take a doorman down before its successor is Ready")
 	}
+	if d.Spec.MinReadySeconds != 5 {
+		t.Errorf("minReadySeconds %d, want 5: an old doorman stops 5 s after its successor is Ready", d.Spec.MinReadySeconds)
+	}
 
 	var pdb policyv1.PodDisruptionBudget
 	into(t, objs.get(t, "PodDisruptionBudget", doormanName), &pdb)
@@ -607,6 +610,20 @@ func TestEachValueReachesItsObject(t *testing.T) {
 			},
 		},
 		{
+			name: "podsTo adds selector peers to the egress policy's pod rule, for CNIs that ignore ipBlock for pods",
+			args: []string{"--set", "doorman.networkPolicy.egress.enabled=true", "--set", "doorman.networkPolicy.egress.apiServer={172.18.0.2/32}",
+				"--set-json", `doorman.networkPolicy.egress.podsTo=[{"namespaceSelector":{}}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				var np networkingv1.NetworkPolicy
+				into(t, objs.get(t, "NetworkPolicy", doormanName+"-egress"), &np)
+				pods := np.Spec.Egress[0]
+				if len(pods.To) != 1 || pods.To[0].IPBlock != nil || pods.To[0].NamespaceSelector == nil || len(pods.To[0].NamespaceSelector.MatchLabels) != 0 || pods.To[0].PodSelector != nil {
+					t.Errorf("pod rule %+v, want one peer: every namespace's pods", pods)
+				}
+			},
+		},
+		{
 			name: "monitoring renders a ServiceMonitor over both metrics Services and the two alerts",
 			args: []string{"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
 				"--set", "monitoring.serviceMonitor.labels.release=prom", "--set", "monitoring.serviceMonitor.interval=15s"},
@@ -629,7 +646,7 @@ func TestEachValueReachesItsObject(t *testing.T) {
 					}
 				}
 				rules := alerts(t, objs.get(t, "PrometheusRule", release))
-				if expr := rules["NapwakeDoormanWakesFailing"]; !strings.Contains(expr, `napwake_doorman_wakes_total{namespace="napwake-system", result="failed"}`) {
+				if expr := rules["NapwakeDoormanWakesFailing"]; !strings.Contains(expr, `napwake_doorman_wakes_total{namespace="napwake-system", result=~"failed|timed_out"}`) {
 					t.Errorf("NapwakeDoormanWakesFailing expr %q", expr)
 				}
 				if expr := rules["NapwakeDoormanUnavailable"]; !strings.Contains(expr, `absent(up{namespace="napwake-system", job="napwake-doorman"} == 1)`) {
@@ -725,9 +742,9 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 			[]string{"doorman.networkPolicy.ingressFrom is set but networkPolicy.enabled is false", "leave the doorman's routing ports open"},
 		},
 		{
-			"an egress policy without pod CIDRs",
+			"an egress policy without pod CIDRs or selectors",
 			[]string{"--set", "doorman.networkPolicy.egress.enabled=true", "--set", "doorman.networkPolicy.egress.apiServer={10.0.0.1/32}"},
-			[]string{"doorman.networkPolicy.egress.podCIDRs"},
+			[]string{"doorman.networkPolicy.egress.podCIDRs", "doorman.networkPolicy.egress.podsTo"},
 		},
 		{
 			"an egress policy without the API server",

@@ -89,8 +89,8 @@ seccompProfile:
 {{- fail "doorman.networkPolicy.ingressFrom is set but networkPolicy.enabled is false: it would create no NetworkPolicy and leave the doorman's routing ports open to everyone. Set networkPolicy.enabled=true, or remove doorman.networkPolicy.ingressFrom." }}
 {{- end }}
 {{- if .Values.doorman.networkPolicy.egress.enabled }}
-{{- if not .Values.doorman.networkPolicy.egress.podCIDRs }}
-{{- fail "doorman.networkPolicy.egress.enabled needs doorman.networkPolicy.egress.podCIDRs (your cluster's pod CIDRs, every IP family): without them the doorman could reach no workload." }}
+{{- if not (or .Values.doorman.networkPolicy.egress.podCIDRs .Values.doorman.networkPolicy.egress.podsTo) }}
+{{- fail "doorman.networkPolicy.egress.enabled needs doorman.networkPolicy.egress.podCIDRs (your cluster's pod CIDRs, every IP family) or doorman.networkPolicy.egress.podsTo (selectors, such as [{namespaceSelector: {}}]): without them the doorman could reach no workload." }}
 {{- end }}
 {{- if not .Values.doorman.networkPolicy.egress.apiServer }}
 {{- fail "doorman.networkPolicy.egress.enabled needs doorman.networkPolicy.egress.apiServer (the API server's endpoint addresses as CIDRs, from `kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes`): without them the doorman could not reach the API server." }}

@@ -198,6 +198,10 @@ helm install napwake charts/napwake --namespace napwake-system
 - **Who may reach the doorman**: set ` + "`networkPolicy.enabled`" + ` and list your paused
   workloads' real callers in ` + "`doorman.networkPolicy.ingressFrom`" + ` (NetworkPolicy peers);
   ` + "`ingressFrom`" + ` without ` + "`networkPolicy.enabled`" + ` is refused.
+- **Where the doorman may connect** (` + "`doorman.networkPolicy.egress.enabled`" + `): the pod CIDRs
+  (` + "`podCIDRs`" + `) and the API server. Some CNIs, Cilium among them, do not match pod addresses by
+  ` + "`ipBlock`" + `, and the doorman then reaches no woken pod: give ` + "`podsTo: [{namespaceSelector: {}}]`" + `
+  (every pod in the cluster, by selector) instead of, or beside, ` + "`podCIDRs`" + `.
 - **Without Helm**: ` + "`deploy/install.yaml`" + ` or the Kustomize base ` + "`deploy/kustomize`" + ` (the
   defaults, namespace ` + "`napwake-system`" + `).
 
