@@ -164,7 +164,8 @@ func createSliceNamed(t *testing.T, namespace, name string, p *corev1.Pod, ip st
 	t.Helper()
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
-			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: managedBy}},
+			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: managedBy},
+			OwnerReferences: serviceOwner("api")},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},

@@ -17,16 +17,19 @@ import (
 
 // FilterEndpoints returns the addresses the doorman may dial for one
 // Service port: Ready, not terminating endpoints of EndpointSlices the
-// EndpointSlice controller manages for that Service in namespace, whose
-// targetRef is a Pod in namespace and whose address is one of that Pod's
-// status.podIPs, on the slice port named portName, allowed by rules.
+// EndpointSlice controller manages for that Service in namespace (its
+// managed-by label, and its controller owner reference to the Service, as
+// the controller sets it: a slice someone labelled by hand to look like the
+// controller's is never read), whose targetRef is a Pod in namespace and
+// whose address is one of that Pod's status.podIPs, on the slice port named
+// portName, allowed by rules.
 // pod looks a Pod of namespace up by name; nil when there is none.
 func FilterEndpoints(eps []*discoveryv1.EndpointSlice, pod func(name string) *corev1.Pod, namespace, service, portName string, rules addr.Rules) []netip.AddrPort {
 	var out []netip.AddrPort
 	for _, s := range eps {
 		if s == nil || s.Namespace != namespace ||
 			s.Labels[v1alpha1.LabelEndpointSliceManagedBy] != v1alpha1.EndpointSliceControllerManager ||
-			s.Labels[v1alpha1.LabelServiceName] != service ||
+			s.Labels[v1alpha1.LabelServiceName] != service || !ownedByService(s, service) ||
 			(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) {
 			continue
 		}
@@ -62,6 +65,18 @@ func FilterEndpoints(eps []*discoveryv1.EndpointSlice, pod func(name string) *co
 	}
 	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
 	return out
+}
+
+// ownedByService: the slice's controller is the core/v1 Service named
+// service, as the EndpointSlice controller sets it (with the Service's UID:
+// a slice naming a UID no Service has is deleted by the garbage collector).
+func ownedByService(s *discoveryv1.EndpointSlice, service string) bool {
+	for _, o := range s.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.APIVersion == "v1" && o.Kind == "Service" && o.Name == service && o.UID != ""
+		}
+	}
+	return false
 }
 
 func slicePort(s *discoveryv1.EndpointSlice, name string) (uint16, bool) {

@@ -30,10 +30,17 @@ func ep(ip, podName string, ready *bool) discoveryv1.Endpoint {
 		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: podName}}
 }
 
+// serviceOwner is the owner reference the EndpointSlice controller sets.
+func serviceOwner(service string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: service, UID: "svc-uid-" + types.UID(service),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+}
+
 func slice(family discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "api-x", Namespace: ns, Labels: map[string]string{
-			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: v1alpha1.EndpointSliceControllerManager}},
+			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: v1alpha1.EndpointSliceControllerManager},
+			OwnerReferences: serviceOwner("api")},
 		AddressType: family,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints:   eps,
@@ -115,6 +122,18 @@ func TestFilterEndpoints(t *testing.T) {
 		})}, "http", nil},
 		{"another Service's slice is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
 			s.Labels[v1alpha1.LabelServiceName] = "other"
+		})}, "http", nil},
+		{"a slice with the controller's label but no owner is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
+			s.OwnerReferences = nil
+		})}, "http", nil},
+		{"a slice whose controller is another Service is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
+			s.OwnerReferences = serviceOwner("other")
+		})}, "http", nil},
+		{"a slice whose controller is not a Service is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
+			s.OwnerReferences[0].Kind = "ConfigMap"
+		})}, "http", nil},
+		{"a slice owned by the Service but not as its controller is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
+			s.OwnerReferences[0].Controller = nil
 		})}, "http", nil},
 		{"an FQDN slice is refused", []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeFQDN, ep("10.244.1.5", "api-1", yes))}, "http", nil},
 		{"a UDP port is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
