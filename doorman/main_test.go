@@ -17,22 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/page"
 	"napwake.dev/shared/testenv"
+	"napwake.dev/shared/testnet"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func get(url string) (int, string) {
 	resp, err := http.Get(url)
@@ -44,15 +36,14 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond) // bounded poll
-	}
+// cfg is the package's API server (envtest), for the run loop's test.
+var cfg *rest.Config
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, func(s *testenv.Suite) error {
+		cfg = s.Config
+		return nil
+	}))
 }
 
 // TestTheDoormanRunsAndStopsInOrder runs the real binary's run loop
@@ -60,14 +51,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // answered, metrics served, and on stop not Ready at once, serving through
 // the serve period, then closed.
 func TestTheDoormanRunsAndStopsInOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	env, cfg, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
@@ -102,14 +85,14 @@ func TestTheDoormanRunsAndStopsInOrder(t *testing.T) {
 	}
 
 	serveWhileStopping, finishWhileStopping = time.Second, 500*time.Millisecond
-	health, metricsAddr := freeAddr(t), freeAddr(t)
+	health, metricsAddr := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	stop, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		done <- runUntil(stop, []string{"--listen-address", "127.0.0.1", "--health-probe-bind-address", health,
 			"--metrics-bind-address", metricsAddr, "--log-format", "text", "--health-check-user-agents", "MyCorpMonitor/"})
 	}()
-	eventually(t, "/readyz 200", func() bool { code, _ := get("http://" + health + "/readyz"); return code == 200 })
+	testenv.EventuallyTrue(t, "/readyz 200", func() bool { code, _ := get("http://" + health + "/readyz"); return code == 200 })
 	if code, _ := get("http://" + health + "/healthz"); code != 200 {
 		t.Fatalf("/healthz %d", code)
 	}
@@ -124,7 +107,7 @@ func TestTheDoormanRunsAndStopsInOrder(t *testing.T) {
 		b, err := io.ReadAll(c)
 		return string(b), err
 	}
-	eventually(t, "the route's port answering a user-added checker", func() bool {
+	testenv.EventuallyTrue(t, "the route's port answering a user-added checker", func() bool {
 		got, err := probe()
 		return err == nil && got == string(page.Probe(false))
 	})
@@ -134,7 +117,7 @@ func TestTheDoormanRunsAndStopsInOrder(t *testing.T) {
 
 	start := time.Now()
 	cancel()
-	eventually(t, "/readyz failing at once", func() bool { code, _ := get("http://" + health + "/readyz"); return code == 503 })
+	testenv.EventuallyTrue(t, "/readyz failing at once", func() bool { code, _ := get("http://" + health + "/readyz"); return code == 503 })
 	if got, err := probe(); err != nil || got != string(page.Probe(false)) || time.Since(start) >= serveWhileStopping {
 		t.Fatalf("during the serve period: %q %v after %v", got, err, time.Since(start))
 	}

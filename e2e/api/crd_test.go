@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,10 +25,10 @@ import (
 var k8s client.Client
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, func(cfg *rest.Config) (err error) {
+	os.Exit(testenv.Run(m, func(s *testenv.Suite) (err error) {
 		scheme := runtime.NewScheme()
 		_ = napwakev1alpha1.AddToScheme(scheme)
-		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		k8s, err = client.New(s.Config, client.Options{Scheme: scheme})
 		return err
 	}))
 }

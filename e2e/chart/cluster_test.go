@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"napwake.dev/shared/testenv"
 )
 
 // pollTimeout bounds every wait for the API server to catch up (an admission
@@ -123,22 +125,6 @@ func (c *cluster) apply(ctx context.Context, u *unstructured.Unstructured, dryRu
 	return nil
 }
 
-// eventually polls f until it returns nil, for at most pollTimeout.
-func eventually(t testing.TB, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %s: %v", what, pollTimeout, err)
-		}
-		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline above
-	}
-}
-
 // restrictedNamespace creates a namespace enforcing Pod Security "restricted".
 func restrictedNamespace(t testing.TB, name string) {
 	t.Helper()
@@ -170,7 +156,7 @@ func monitoringCRDs(t testing.TB) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "monitoring CRDs served", func() error {
+	testenv.EventuallyWithin(t, pollTimeout, testenv.EventuallyInterval, "monitoring CRDs served", func() error {
 		c.mapper.Reset()
 		_, err := c.mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}, "v1")
 		return err
@@ -373,14 +359,14 @@ func testAdmissionPolicies(t *testing.T) {
 	// value passes).
 	managedWorkload(t, appNS, "probe", nil)
 	try := 0
-	eventually(t, "the policy refusing others' last-request", func() error {
+	testenv.EventuallyWithin(t, pollTimeout, testenv.EventuallyInterval, "the policy refusing others' last-request", func() error {
 		try++
 		if err := patchMW(t, other, "probe", fmt.Sprintf(`{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.0.0.%d"}}}`, try%250)); err == nil {
 			return fmt.Errorf("another ServiceAccount set last-request-from")
 		}
 		return nil
 	})
-	eventually(t, "the policy holding the doorman to its annotations", func() error {
+	testenv.EventuallyWithin(t, pollTimeout, testenv.EventuallyInterval, "the policy holding the doorman to its annotations", func() error {
 		try++
 		if err := patchMW(t, doorman, "probe", fmt.Sprintf(`{"metadata":{"annotations":{"example.com/try-%d":"y"}}}`, try)); err == nil {
 			return fmt.Errorf("the doorman set another annotation")

@@ -29,15 +29,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	env, cfg, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
+	code := testenv.Run(m, func(s *testenv.Suite) error {
+		env, cfg = s.Env, s.Config
+		return nil
+	})
 	_ = os.RemoveAll(helmHome)
 	os.Exit(code)
 }

@@ -2,19 +2,18 @@
 // from the binaries the test bed builds from source, with Napwake's CRDs
 // installed. Tests never use a fake client as proof that a feature works.
 //
-// Use one Environment per package, from TestMain:
+// Use one Environment per package, from TestMain, through Run; poll with
+// Eventually, whose defaults are set once here for every suite.
 //
-//	func TestMain(m *testing.M) {
-//		env, cfg, err := testenv.Start()
-//		if err != nil { fmt.Fprintln(os.Stderr, err); os.Exit(1) }
-//		code := m.Run()
-//		_ = env.Stop()
-//		os.Exit(code)
-//	}
+// It lives in shared although the go install-able plugin requires shared:
+// it adds no module requirement (envtest is in controller-runtime, which
+// shared's logging needs anyway), and go install builds only the packages
+// the plugin imports, never this one.
 package testenv
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,21 +125,59 @@ func wrapWithPdeathsig(assets string) (string, error) {
 	return dir, nil
 }
 
-// Run is the body of a package's TestMain: it starts the environment, hands
-// its config to setup (clients, namespaces), runs the tests, stops the
-// environment and returns the exit code for os.Exit.
-func Run(m *testing.M, setup func(cfg *rest.Config) error) int {
+// Suite is what a package's TestMain gets from Run: the environment (to add
+// users) and an admin config for clients.
+type Suite struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+
+	cleanups []func()
+}
+
+// Cleanup registers f to run after the tests, before the environment stops
+// (last registered, first run).
+func (s *Suite) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+
+// Run is the body of every envtest package's TestMain: it starts the
+// environment, hands it to setup (clients, namespaces, users), runs the tests,
+// runs the cleanups, stops the environment and returns the exit code for
+// os.Exit. A run that only fuzzes (-fuzz, and each fuzz worker) starts no API
+// server: fuzz targets here are pure, and every worker would start its own.
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Run(m, setup)) }
+func Run(m *testing.M, setup func(*Suite) error) int {
+	if fuzzing() {
+		return m.Run()
+	}
 	env, cfg, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = env.Stop() }()
+	s := &Suite{Env: env, Config: cfg}
+	defer func() {
+		for i := len(s.cleanups) - 1; i >= 0; i-- {
+			s.cleanups[i]()
+		}
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the test environment:", err)
+		}
+	}()
 	if setup != nil {
-		if err := setup(cfg); err != nil {
+		if err := setup(s); err != nil {
 			fmt.Fprintln(os.Stderr, "setting up the test environment:", err)
 			return 1
 		}
 	}
 	return m.Run()
+}
+
+// fuzzing reports whether this test binary runs only to fuzz.
+func fuzzing() bool {
+	flag.Parse() // TestMain runs before testing parses its flags
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return true
+	}
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -50,42 +49,11 @@ func TestMain(m *testing.M) {
 	}
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
-	flag.Parse()
-	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" || isFuzzWorker() {
-		// Fuzzing the pure filter: every worker process would start its
-		// own API server otherwise.
-		os.Exit(m.Run())
-	}
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
-
-func isFuzzWorker() bool {
-	f := flag.Lookup("test.fuzzworker")
-	return f != nil && f.Value.String() == "true"
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // bounded poll
-	}
+	os.Exit(testenv.Run(m, func(s *testenv.Suite) (err error) {
+		cfg = s.Config
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}))
 }
 
 var nsSeq int
@@ -100,8 +68,8 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
-// freePort returns a free port in the doorman range 20000-29999.
-func freePort(t *testing.T) int {
+// freeDoormanPort returns a free port in the doorman range 20000-29999.
+func freeDoormanPort(t *testing.T) int {
 	t.Helper()
 	for range 100 {
 		port := v1alpha1.DoormanPortMin + rand.IntN(v1alpha1.DoormanPortMax-v1alpha1.DoormanPortMin+1)
@@ -250,7 +218,7 @@ func (s *eventSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) { re
 func dialPort(t *testing.T, port int) net.Conn {
 	t.Helper()
 	var c net.Conn
-	eventually(t, "the doorman listening on its port", func() bool {
+	testenv.EventuallyTrue(t, "the doorman listening on its port", func() bool {
 		var err error
 		c, err = net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		return err == nil
@@ -275,7 +243,7 @@ func events(t *testing.T, namespace, reason string) []corev1.Event {
 
 func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) {
 	namespace := newNamespace(t)
-	port := freePort(t)
+	port := freeDoormanPort(t)
 	createMW(t, namespace, port, v1alpha1.PhasePaused, time.Now().Add(-time.Hour))
 	st := startDoorman(t, clock.RealClock{})
 
@@ -303,7 +271,7 @@ func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) 
 		t.Fatal(err)
 	}
 	var mw v1alpha1.ManagedWorkload
-	eventually(t, "last-request on the ManagedWorkload", func() bool {
+	testenv.EventuallyTrue(t, "last-request on the ManagedWorkload", func() bool {
 		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "api"}, &mw)
 		return mw.Annotations[v1alpha1.AnnotationLastRequest] != ""
 	})
@@ -313,7 +281,7 @@ func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) 
 	if at, err := time.Parse(time.RFC3339, mw.Annotations[v1alpha1.AnnotationLastRequest]); err != nil || time.Since(at) > time.Minute || !strings.HasSuffix(mw.Annotations[v1alpha1.AnnotationLastRequest], "Z") {
 		t.Fatalf("last-request %q is not a recent RFC 3339 UTC time", mw.Annotations[v1alpha1.AnnotationLastRequest])
 	}
-	eventually(t, "the WokenByRequest event", func() bool {
+	testenv.EventuallyTrue(t, "the WokenByRequest event", func() bool {
 		ev := events(t, namespace, v1alpha1.EventWokenByRequest)
 		return len(ev) == 1 && strings.Contains(ev[0].Message, "Service api") && ev[0].InvolvedObject.Kind == "ManagedWorkload"
 	})
@@ -346,7 +314,7 @@ func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) 
 func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 	namespace := newNamespace(t)
 	pausedAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	createMW(t, namespace, freePort(t), v1alpha1.PhasePaused, pausedAt)
+	createMW(t, namespace, freeDoormanPort(t), v1alpha1.PhasePaused, pausedAt)
 	w := proxy.Workload{Namespace: namespace, Name: "api", PausedAt: pausedAt}
 	recorder := record.NewFakeRecorder(10)
 	podA := NewHooks(k8s, recorder, clock.RealClock{}, logr.Discard())
@@ -388,7 +356,7 @@ func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 func TestAStaleResourceVersionKeepsTheCountForTheNextFlush(t *testing.T) {
 	namespace := newNamespace(t)
 	pausedAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	createMW(t, namespace, freePort(t), v1alpha1.PhasePaused, pausedAt)
+	createMW(t, namespace, freeDoormanPort(t), v1alpha1.PhasePaused, pausedAt)
 	h := NewHooks(k8s, record.NewFakeRecorder(10), clock.RealClock{}, logr.Discard())
 	ctx := context.Background()
 	key := turnedKey{workload: client.ObjectKey{Namespace: namespace, Name: "api"}, pausedAt: pausedAt}
@@ -411,7 +379,7 @@ func TestAStaleResourceVersionKeepsTheCountForTheNextFlush(t *testing.T) {
 
 func TestRequestNotServedAtMostOnceAMinutePerWorkload(t *testing.T) {
 	namespace := newNamespace(t)
-	createMW(t, namespace, freePort(t), v1alpha1.PhasePaused, time.Now().Add(-time.Hour))
+	createMW(t, namespace, freeDoormanPort(t), v1alpha1.PhasePaused, time.Now().Add(-time.Hour))
 	fc := clocktesting.NewFakeClock(time.Now())
 	recorder := record.NewFakeRecorder(10)
 	h := NewHooks(k8s, recorder, fc, logr.Discard())

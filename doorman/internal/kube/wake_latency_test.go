@@ -24,6 +24,7 @@ import (
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/doorman/internal/tools/firstbyte"
+	"napwake.dev/shared/testenv"
 )
 
 // TestWakeToFirstByteThroughTheWatch measures, through a real API server
@@ -67,20 +68,20 @@ func TestWakeToFirstByteThroughTheWatch(t *testing.T) {
 // call made) and the create call's duration, in ms, in turn.
 func wakeThroughWatch(t *testing.T, callers *callersProc, n, rounds int) []float64 {
 	namespace := newNamespace(t)
-	port := freePort(t)
+	port := freeDoormanPort(t)
 	createMW(t, namespace, port, v1alpha1.PhaseResuming, time.Now().Add(-time.Hour))
 	limits := proxy.DefaultLimits()
 	limits.HeldPerWorkload, limits.HeldPerSource, limits.HeldPerSourceWorkload = limits.Held, limits.Held, limits.Held
 	st := startDoormanWith(t, clock.RealClock{}, limits)
 	key := proxy.ServiceKey{Namespace: namespace, Service: "api", PortName: "http"}
 	p := createPod(t, namespace, "api-1", "10.244.0.5")
-	eventually(t, "the Pod in the doorman's cache before its slice", func() bool {
+	testenv.EventuallyTrue(t, "the Pod in the doorman's cache before its slice", func() bool {
 		return st.cache.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{}) == nil
 	})
 	var out []float64
 	for round := range rounds {
 		podPort := callers.hold(t, port, n)
-		eventually(t, "every caller held at its wait", func() bool { return st.table.Waiting(key) == n })
+		testenv.EventuallyTrue(t, "every caller held at its wait", func() bool { return st.table.Waiting(key) == n })
 		name := "api-1-slice-" + strconv.Itoa(round)
 		t0 := time.Now()
 		createSliceNamed(t, namespace, name, p, "10.244.0.5", podPort, v1alpha1.EndpointSliceControllerManager)
@@ -92,7 +93,7 @@ func wakeThroughWatch(t *testing.T, callers *callersProc, n, rounds int) []float
 		if err := k8s.Delete(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "no Ready endpoint left", func() bool { return len(st.table.Endpoints(key)) == 0 })
+		testenv.EventuallyTrue(t, "no Ready endpoint left", func() bool { return len(st.table.Endpoints(key)) == 0 })
 	}
 	return out
 }

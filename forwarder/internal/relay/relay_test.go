@@ -5,11 +5,12 @@ import (
 	"context"
 	"io"
 	"net"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"napwake.dev/shared/testnet"
 )
 
 func TestParseMapping(t *testing.T) {
@@ -71,7 +72,7 @@ func TestRelayPassesBytesUntouchedBothWaysWithHalfClose(t *testing.T) {
 		}
 	}()
 	dport := doorman.Addr().(*net.TCPAddr).Port
-	r := &Relay{DoormanHost: "127.0.0.1", ListenHost: "127.0.0.1", Mappings: []Mapping{{Listen: freePort(t), Doorman: dport}}, Log: logr.Discard()}
+	r := &Relay{DoormanHost: "127.0.0.1", ListenHost: "127.0.0.1", Mappings: []Mapping{{Listen: testnet.FreePort(t), Doorman: dport}}, Log: logr.Discard()}
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan []net.Addr, 1)
 	errc := make(chan error, 1)
@@ -109,19 +110,8 @@ func TestRelayPassesBytesUntouchedBothWaysWithHalfClose(t *testing.T) {
 }
 
 func TestReadyFailsWhenTheDoormanIsNotListening(t *testing.T) {
-	r := &Relay{DoormanHost: "127.0.0.1", Mappings: []Mapping{{Listen: 1, Doorman: freePort(t)}}, DialTimeout: time.Second}
+	r := &Relay{DoormanHost: "127.0.0.1", Mappings: []Mapping{{Listen: 1, Doorman: testnet.FreePort(t)}}, DialTimeout: time.Second}
 	if err := r.Ready(context.Background()); err == nil {
 		t.Fatal("Ready succeeded with nothing listening on the doorman port")
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	p, _ := strconv.Atoi(func() string { _, s, _ := net.SplitHostPort(l.Addr().String()); return s }())
-	return p
 }

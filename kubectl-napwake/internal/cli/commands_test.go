@@ -3,8 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
@@ -267,15 +266,6 @@ func setPhase(t *testing.T, key client.ObjectKey, p napwakev1alpha1.Phase) {
 	}
 }
 
-// waitFor polls cond every 20 ms for at most 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
 	ns := namespace(t, "wait")
 	key := client.ObjectKey{Namespace: ns, Name: "api"}
@@ -289,7 +279,7 @@ func TestWakeWaitFollowsThePhaseUntilRunning(t *testing.T) {
 	})
 
 	// Play the operator: see the request, resume, then run.
-	waitFor(t, "the wake annotation", func() bool {
+	testenv.EventuallyTrue(t, "the wake annotation", func() bool {
 		var mw napwakev1alpha1.ManagedWorkload
 		return admin.Get(context.Background(), key, &mw) == nil && mw.Annotations[napwakev1alpha1.AnnotationWakeRequested] != ""
 	})
@@ -336,7 +326,7 @@ func TestPauseWaitGivesUpAtTheTimeout(t *testing.T) {
 		cmd.SetArgs([]string{"pause", "api", "-n", ns, "--wait", "--kubeconfig", adminKubeconfig})
 		err = cmd.ExecuteContext(ctx)
 	})
-	waitFor(t, "the pause request", func() bool {
+	testenv.EventuallyTrue(t, "the pause request", func() bool {
 		var mw napwakev1alpha1.ManagedWorkload
 		return admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, &mw) == nil &&
 			mw.Annotations[napwakev1alpha1.AnnotationPauseRequested] != "" && strings.Contains(out.String(), "waiting for")
@@ -531,7 +521,7 @@ func TestAViewerMayLookButNotWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	// RBAC caches settle within moments; poll until bob may list.
-	waitFor(t, "bob's Role to apply", func() bool { return run(t, bob, nil, "status", "-n", ns).err == nil })
+	testenv.EventuallyTrue(t, "bob's Role to apply", func() bool { return run(t, bob, nil, "status", "-n", ns).err == nil })
 	r := run(t, bob, nil, "status", "-n", ns)
 	mustSucceed(t, r)
 	if !strings.Contains(r.out, "api    Paused") {

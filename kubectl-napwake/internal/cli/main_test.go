@@ -44,36 +44,25 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Unsetenv("KUBECONFIG")
-	os.Exit(runMain(m))
+	os.Exit(testenv.Run(m, setup))
 }
 
-func runMain(m *testing.M) int {
-	e, cfg, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env = e
-	defer func() { _ = env.Stop() }()
+// setup makes the admin client and the kubeconfigs the tests use.
+func setup(s *testenv.Suite) (err error) {
+	env = s.Env
 	dir, err := os.MkdirTemp("", "napwake-plugin-test-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer os.RemoveAll(dir)
-	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	s.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if admin, err = client.New(s.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
 	}
-	if adminKubeconfig, err = writeUserKubeconfig(env, dir, envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if adminKubeconfig, err = writeUserKubeconfig(env, dir, envtest.User{Name: "admin", Groups: []string{"system:masters"}}, s.Config); err != nil {
+		return err
 	}
-	if aliceKubeconfig, err = writeUserKubeconfig(env, dir, envtest.User{Name: "alice"}, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	aliceKubeconfig, err = writeUserKubeconfig(env, dir, envtest.User{Name: "alice"}, s.Config)
+	return err
 }
 
 func writeUserKubeconfig(e *envtest.Environment, dir string, u envtest.User, cfg *rest.Config) (string, error) {

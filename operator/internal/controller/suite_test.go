@@ -47,9 +47,9 @@ func TestMain(m *testing.M) {
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), napwakev1alpha1.AddToScheme(scheme)); err != nil {
 		panic(err)
 	}
-	os.Exit(testenv.Run(m, func(cfg *rest.Config) (err error) {
-		restCfg = cfg
-		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	os.Exit(testenv.Run(m, func(s *testenv.Suite) (err error) {
+		restCfg = s.Config
+		k8s, err = client.New(s.Config, client.Options{Scheme: scheme})
 		return err
 	}))
 }

@@ -41,7 +41,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, func(cfg *rest.Config) error {
+	os.Exit(testenv.Run(m, func(s *testenv.Suite) error {
+		cfg := s.Config
 		restCfg = cfg
 		scheme, err := Scheme()
 		if err == nil {
