@@ -171,12 +171,11 @@ func resolve(key Key, n Node) (declared, learned []Key, self bool) {
 
 // get returns key's node, creating a placeholder. The caller holds the lock.
 func (g *Graph) get(key Key) *node {
-	nd := g.nodes[key]
-	if nd == nil {
-		nd = &node{}
-		g.nodes[key] = nd
+	if nd := g.nodes[key]; nd != nil {
+		return nd
 	}
-	return nd
+	g.nodes[key] = &node{}
+	return g.nodes[key]
 }
 
 // forget drops a placeholder nothing points at any more.
@@ -338,19 +337,13 @@ func (g *Graph) dependentsInto(key Key, nd *node, out map[Key]struct{}) {
 // closureInto adds starts and everything they reach by declared edges: the
 // workloads a change of hold at the start may reach.
 func (g *Graph) closureInto(starts []Key, out map[Key]struct{}) {
-	queue := slices.Clone(starts)
-	seen := map[Key]struct{}{}
-	for len(queue) > 0 {
-		k := queue[0]
-		queue = queue[1:]
-		if _, ok := seen[k]; ok {
-			continue
-		}
-		seen[k] = struct{}{}
-		out[k] = struct{}{}
+	for k := range walk(starts, func(k Key) []Key {
 		if nd := g.nodes[k]; nd != nil {
-			queue = append(queue, nd.declared...)
+			return nd.declared
 		}
+		return nil
+	}) {
+		out[k] = struct{}{}
 	}
 }
 

@@ -43,16 +43,9 @@ func (g *Graph) Hold(key Key, now time.Time) Hold {
 		return h
 	}
 	// Every awake workload but key with a path of awake workloads to key.
-	paths := map[Key]struct{}{}
-	for queue := slices.Clone(awakeBy); len(queue) > 0; {
-		k := queue[0]
-		queue = queue[1:]
-		if _, seen := paths[k]; seen || k == key {
-			continue
-		}
-		paths[k] = struct{}{}
-		queue = append(queue, g.awakeDependents(k)...)
-	}
+	paths := walk(awakeBy, func(k Key) []Key {
+		return slices.DeleteFunc(g.awakeDependents(k), func(x Key) bool { return x == key })
+	})
 	var reach map[Key]struct{} // what key leads to; only needed for a cycle
 	var worthy []Key
 	timeBound := true
@@ -75,20 +68,15 @@ func (g *Graph) Hold(key Key, now time.Time) Hold {
 		return h
 	}
 	// What the roots hold, through awake workloads on a path to key.
-	holding := map[Key]struct{}{}
-	for queue := slices.Clone(worthy); len(queue) > 0; {
-		k := queue[0]
-		queue = queue[1:]
-		if _, seen := holding[k]; seen {
-			continue
-		}
-		holding[k] = struct{}{}
+	holding := walk(worthy, func(k Key) []Key {
+		var out []Key
 		for _, to := range g.nodes[k].declared {
 			if _, on := paths[to]; on && g.allowed(k, to) {
-				queue = append(queue, to)
+				out = append(out, to)
 			}
 		}
-	}
+		return out
+	})
 	for _, k := range awakeBy {
 		if _, ok := holding[k]; ok {
 			h.By = append(h.By, k)
@@ -123,19 +111,36 @@ func (g *Graph) awakeDependents(key Key) []Key {
 // edges, key itself included if a cycle leads back. The caller holds the
 // lock.
 func (g *Graph) reach(key Key) map[Key]struct{} {
-	out := map[Key]struct{}{}
-	for queue := []Key{key}; len(queue) > 0; {
-		k := queue[0]
-		queue = queue[1:]
-		for _, to := range g.nodes[k].declared {
-			if _, seen := out[to]; seen || g.problem(k, to) != "" {
-				continue
-			}
-			out[to] = struct{}{}
-			queue = append(queue, to)
+	return walk(g.honoured(key), g.honoured)
+}
+
+// honoured are k's declared edges that are honoured. The caller holds the
+// lock.
+func (g *Graph) honoured(k Key) []Key {
+	var out []Key
+	for _, to := range g.nodes[k].declared {
+		if g.problem(k, to) == "" {
+			out = append(out, to)
 		}
 	}
 	return out
+}
+
+// walk visits starts and everything next leads to, each once, breadth
+// first, and returns what it visited.
+func walk(starts []Key, next func(Key) []Key) map[Key]struct{} {
+	seen := make(map[Key]struct{}, len(starts))
+	queue := slices.Clone(starts)
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		if _, ok := seen[k]; ok {
+			continue
+		}
+		seen[k] = struct{}{}
+		queue = append(queue, next(k)...)
+	}
+	return seen
 }
 
 // Holder is how a hold reads in describe and in the condition: "kept awake

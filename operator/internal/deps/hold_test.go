@@ -39,25 +39,6 @@ func TestHold(t *testing.T) {
 			roots: []string{"p/api"},
 		},
 		{
-			name:  "a resuming dependent holds",
-			ws:    []w{{key: "p/api", deps: []string{"db"}, phase: resuming}, {key: "p/db"}},
-			of:    "p/db",
-			by:    []string{"p/api"},
-			roots: []string{"p/api"},
-		},
-		{
-			name:  "a pausing dependent holds",
-			ws:    []w{{key: "p/api", deps: []string{"db"}, phase: pausing}, {key: "p/db"}},
-			of:    "p/db",
-			by:    []string{"p/api"},
-			roots: []string{"p/api"},
-		},
-		{
-			name: "a paused dependent holds nothing",
-			ws:   []w{{key: "p/api", deps: []string{"db"}, phase: paused}, {key: "p/db"}},
-			of:   "p/db",
-		},
-		{
 			name: "a learned edge never holds",
 			ws:   []w{{key: "p/api", learned: []string{"p/db"}, phase: resuming}, {key: "p/db"}},
 			of:   "p/db",
@@ -157,6 +138,14 @@ func TestHold(t *testing.T) {
 			}
 			eq(t, "recheck", h.RecheckAt, recheck)
 		})
+	}
+}
+
+func TestEveryAwakePhaseHoldsAndPausedDoesNot(t *testing.T) {
+	for _, phase := range []napwakev1alpha1.Phase{running, resuming, pausing, paused, ""} {
+		g := build(t, nil, w{key: "p/api", deps: []string{"db"}}, w{key: "p/db"})
+		g.Upsert(key("p/api"), Node{Declared: w{deps: []string{"db"}}.node().Declared, Phase: phase}, t0)
+		eq(t, string(phase)+" holds", g.Hold(key("p/db"), t0).By != nil, phase != paused)
 	}
 }
 

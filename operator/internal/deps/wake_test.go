@@ -56,34 +56,6 @@ func TestWake(t *testing.T) {
 			refused: []string{"p/api>p/postgres:DependencyNotFound"},
 		},
 		{
-			name:    "a dependency in a namespace without dependents-from is refused",
-			ws:      []w{{key: "p/api", deps: []string{"shared/db", "cache"}}, {key: "p/cache"}, {key: "shared/db"}},
-			origin:  "p/api",
-			wake:    []string{"p/cache"},
-			refused: []string{"p/api>shared/db:DependencyNotAllowed"},
-		},
-		{
-			name:       "a dependency in a namespace listing others is refused",
-			namespaces: map[string]string{"shared": "q, r"},
-			ws:         []w{{key: "p/api", deps: []string{"shared/db"}}, {key: "shared/db"}},
-			origin:     "p/api",
-			refused:    []string{"p/api>shared/db:DependencyNotAllowed"},
-		},
-		{
-			name:       "a dependency in a namespace listing the dependent's wakes",
-			namespaces: map[string]string{"shared": "q,p"},
-			ws:         []w{{key: "p/api", deps: []string{"shared/db"}}, {key: "shared/db"}},
-			origin:     "p/api",
-			wake:       []string{"shared/db"},
-		},
-		{
-			name:       "a dependency in a namespace allowing * wakes",
-			namespaces: map[string]string{"shared": "*"},
-			ws:         []w{{key: "p/api", deps: []string{"shared/db"}}, {key: "shared/db"}},
-			origin:     "p/api",
-			wake:       []string{"shared/db"},
-		},
-		{
 			name:    "a missing dependency in a namespace that would refuse it is not found",
 			ws:      []w{{key: "p/api", deps: []string{"shared/db"}}},
 			origin:  "p/api",
@@ -136,6 +108,29 @@ func TestWake(t *testing.T) {
 			eq(t, "refused", refused, tc.refused)
 			eq(t, "origin", plan.Origin, key(tc.origin))
 		})
+	}
+}
+
+// A dependency in another namespace wakes only if its Namespace's
+// dependents-from lets the dependent's namespace; the others wake anyway.
+func TestWakeAcrossNamespaces(t *testing.T) {
+	for _, tc := range []struct{ dependentsFrom, want string }{
+		{"", "DependencyNotAllowed"},
+		{"q, r", "DependencyNotAllowed"},
+		{"q,p", "woken"},
+		{"*", "woken"},
+		{"preview-*", "DependencyNotAllowed"},
+	} {
+		g := build(t, nil, w{key: "p/api", deps: []string{"shared/db", "cache"}}, w{key: "p/cache"}, w{key: "shared/db"})
+		a, _ := ParseDependentsFrom(tc.dependentsFrom)
+		g.SetNamespace("shared", a)
+		plan := g.Wake(key("p/api"))
+		got := "woken"
+		if len(plan.Refused) > 0 {
+			got = string(plan.Refused[0].Problem)
+		}
+		eq(t, tc.dependentsFrom, got, tc.want)
+		eq(t, tc.dependentsFrom+": p/cache still wakes", plan.Wake[0].Key, key("p/cache"))
 	}
 }
 
