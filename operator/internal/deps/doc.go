@@ -39,7 +39,12 @@
 // A declared dependency is not paused while a dependent is awake (Running,
 // Resuming or Pausing). Holding is transitive through workloads that are
 // awake only because they are held: in front → api → db, a running front
-// holds api, and api (held, so awake) holds db. Learned edges never hold.
+// holds api, and api (held, so awake) holds db. That is why transitivity
+// applies: front needs db through api, and counting only direct dependents
+// gives the same answer in a chain anyway (api is awake, so it holds db).
+// What transitivity must not do is let a cycle hold itself: with only
+// "an awake direct dependent holds", a ↔ b would keep each other awake for
+// ever. Learned edges never hold.
 // A cycle must not hold itself up for ever, so a dependent D holds X only if
 // a path of awake workloads leads from some root R to X, where R is awake on
 // its own account (Resuming, Pausing, or Running before its own idle

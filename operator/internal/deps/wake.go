@@ -61,7 +61,9 @@ type WakePlan struct {
 // Wake plans the wake of key: its declared and learned dependencies,
 // theirs, and so on. Cycles end where they meet a workload already
 // reached, so every workload is planned once. It walks only what key
-// reaches, never the whole graph.
+// reaches, never the whole graph. The plan is already transitive: a
+// workload woken as a dependency (source "dependent") must not plan a wake
+// of its own, or a chain of n costs n plans and their writes twice over.
 func (g *Graph) Wake(key Key) WakePlan {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
