@@ -49,6 +49,8 @@ const (
 	LabelAppName = "app.kubernetes.io/name"
 	// AppName is Napwake's LabelAppName value.
 	AppName = "napwake"
+	// AppNameForwarder is the LabelAppName value on NEG forwarder pods.
+	AppNameForwarder = "napwake-forwarder"
 	// LabelAppVersion carries the component's version on its pods.
 	LabelAppVersion = "app.kubernetes.io/version"
 )
@@ -64,6 +66,16 @@ const (
 	AnnotationAutoResume    = "napwake.dev/auto-resume"    // "true" | "false"
 	AnnotationPauseEarly    = "napwake.dev/pause-early"    // "true" | "false"
 )
+
+// AnnotationDependentsFrom, on a Namespace, lists the namespaces whose
+// workloads may depend on (and so wake and hold awake) the workloads in it:
+// "preview-42,preview-43", or DependentsFromAny (design.md section 7). A
+// workload's own namespace never needs listing.
+const AnnotationDependentsFrom = "napwake.dev/dependents-from"
+
+// DependentsFromAny is the AnnotationDependentsFrom value that allows every
+// namespace.
+const DependentsFromAny = "*"
 
 // Values of AnnotationWake. Exactly these; anything else asks.
 const (
@@ -125,6 +137,9 @@ const (
 	ConditionTargetAvailable = "TargetAvailable"
 	// ConditionActivitySignals says which idle-detection signals are in use.
 	ConditionActivitySignals = "ActivitySignals"
+	// ConditionDependencies says whether every declared dependency can be
+	// woken, and who keeps this workload awake.
+	ConditionDependencies = "Dependencies"
 )
 
 // Reasons of the WakeOnRequest condition ("When a workload isn't routed").
@@ -157,6 +172,18 @@ const (
 const (
 	ReasonSignalsConfigured = "SignalsConfigured"
 	ReasonUsageUnavailable  = "UsageUnavailable"
+)
+
+// Reasons of the Dependencies condition (design.md section 7).
+const (
+	// ReasonDependenciesResolved: every declared dependency exists and may be
+	// woken from here.
+	ReasonDependenciesResolved = "DependenciesResolved"
+	// ReasonDependencyNotFound: a declared dependency has no ManagedWorkload.
+	ReasonDependencyNotFound = "DependencyNotFound"
+	// ReasonDependencyNotAllowed: a declared dependency's Namespace does not
+	// list this namespace in AnnotationDependentsFrom.
+	ReasonDependencyNotAllowed = "DependencyNotAllowed"
 )
 
 // Event reasons.
