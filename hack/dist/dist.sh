@@ -46,7 +46,8 @@ for platform in $platforms; do
 	CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
 		-ldflags "$("$root/hack/ldflags.sh" "$version" "$commit")" \
 		-o "$stage/kubectl-napwake" ./kubectl-napwake
-	files=(kubectl-napwake)
+	cp kubectl-napwake/kubectl_complete-napwake "$stage/kubectl_complete-napwake"
+	files=(kubectl-napwake kubectl_complete-napwake)
 	if [[ -f LICENSE ]]; then
 		cp LICENSE "$stage/LICENSE"
 		files+=(LICENSE)

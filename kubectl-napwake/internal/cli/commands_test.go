@@ -567,3 +567,31 @@ func TestCRDMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestNamesCompleteFromTheCluster: wake, pause, describe and forecast offer
+// the namespace's ManagedWorkloads, with their phase, and never files.
+func TestNamesCompleteFromTheCluster(t *testing.T) {
+	ns := namespace(t, "complete")
+	for _, name := range []string{"api", "web"} {
+		createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseRunning}})
+	}
+	for _, verb := range []string{"wake", "pause", "describe", "forecast"} {
+		r := run(t, adminKubeconfig, nil, "__complete", verb, "-n", ns, "")
+		mustSucceed(t, r)
+		if want := "api\tRunning\nweb\tRunning\n:4\n"; !strings.HasPrefix(r.out, want) {
+			t.Errorf("%s completes %q, want it to start %q", verb, r.out, want)
+		}
+		if r := run(t, adminKubeconfig, nil, "__complete", verb, "-n", ns, "w"); !strings.HasPrefix(r.out, "web\tRunning\n:4\n") {
+			t.Errorf("%s w completes %q, want only web", verb, r.out)
+		}
+	}
+	if r := run(t, adminKubeconfig, nil, "__complete", "status", ""); strings.Contains(r.out, "api\t") {
+		t.Errorf("status takes no name but completes %q", r.out)
+	}
+	r := run(t, adminKubeconfig, nil, "completion", "bash")
+	mustSucceed(t, r)
+	if !strings.Contains(r.out, "__start_kubectl-napwake") {
+		t.Errorf("completion bash printed no bash completion script: %.200q", r.out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,7 +99,13 @@ func run(t *testing.T, kubeconfig string, clk clock.WithTicker, args ...string) 
 		Clock:       clk,
 	}
 	cmd := NewCommand(o)
-	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	if len(args) > 0 && args[0] == cobra.ShellCompRequestCmd {
+		// A completion request completes its last word: the flag goes first.
+		args = append([]string{args[0], "--kubeconfig", kubeconfig}, args[1:]...)
+	} else {
+		args = append(args, "--kubeconfig", kubeconfig)
+	}
+	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

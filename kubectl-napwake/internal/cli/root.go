@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,6 +89,13 @@ operator watches, whatever their wake mode says.`,
 		newForecastCommand(o),
 		newVersionCommand(o),
 	)
+	// Every command that takes a ManagedWorkload's name completes it; cobra's
+	// own `completion bash|zsh|fish|powershell` prints the shell's script.
+	for _, c := range root.Commands() {
+		if strings.HasSuffix(c.Use, " NAME") {
+			c.ValidArgsFunction = o.completeNames
+		}
+	}
 	return root
 }
 
