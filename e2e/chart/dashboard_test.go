@@ -1,0 +1,84 @@
+package chart
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// napwakeMetrics are the metric names the components export (design.md
+// section 11; each component's own test asserts it exports them).
+var napwakeMetrics = []string{
+	"napwake_operator_workloads", "napwake_operator_pauses_total", "napwake_operator_wakes_total",
+	"napwake_operator_resume_duration_seconds_bucket", "napwake_operator_paused_replica_seconds_total",
+	"napwake_operator_route_moves_total", "napwake_operator_route_move_seconds_bucket",
+	"napwake_doorman_wakes_total", "napwake_doorman_wait_seconds_bucket", "napwake_doorman_held_connections",
+	"napwake_doorman_passing_connections", "napwake_doorman_rejections_total",
+}
+
+var metricName = regexp.MustCompile(`napwake_[a-z_]+`)
+
+// TestTheGrafanaDashboardIsValidAndReadsOnlyRealMetrics renders the
+// dashboard's ConfigMap and checks what Grafana's sidecar and Grafana need:
+// the sidecar's label, JSON that decodes, a unique uid, the panels the
+// issue names, and queries over metrics Napwake really exports.
+func TestTheGrafanaDashboardIsValidAndReadsOnlyRealMetrics(t *testing.T) {
+	if got := render(t).ofKind("ConfigMap"); len(got) != 0 {
+		t.Fatalf("a dashboard rendered by default: %s", got)
+	}
+	objs := render(t, "--set", "monitoring.grafanaDashboard.enabled=true", "--set", "monitoring.grafanaDashboard.namespace=monitoring")
+	var cm corev1.ConfigMap
+	into(t, objs.get(t, "ConfigMap", release+"-dashboard"), &cm)
+	if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "monitoring" {
+		t.Errorf("ConfigMap labels %v in %q, want grafana_dashboard: \"1\" in monitoring", cm.Labels, cm.Namespace)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Title  string `json:"title"`
+		Panels []struct {
+			ID      int    `json:"id"`
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["napwake.json"]), &d); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	if d.UID == "" || d.Title == "" {
+		t.Errorf("uid %q title %q: Grafana needs both", d.UID, d.Title)
+	}
+	var titles []string
+	ids := map[int]bool{}
+	for _, p := range d.Panels {
+		titles = append(titles, p.Title)
+		if ids[p.ID] {
+			t.Errorf("panel id %d twice", p.ID)
+		}
+		ids[p.ID] = true
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q queries nothing", p.Title)
+		}
+		for _, tg := range p.Targets {
+			names := metricName.FindAllString(tg.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("panel %q: %q reads no Napwake metric", p.Title, tg.Expr)
+			}
+			for _, n := range names {
+				if !slices.Contains(napwakeMetrics, n) {
+					t.Errorf("panel %q reads %s, which no component exports", p.Title, n)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"Workloads by phase", "Doorman wakes by result", "Doorman wait (held → passed on)", "Resume duration (wake → first Ready pod)", "Replica-hours saved"} {
+		if !slices.Contains(titles, want) {
+			t.Errorf("no %q panel among %q", want, titles)
+		}
+	}
+}
