@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,9 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/go-logr/logr"
-
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/shared/addr"
@@ -48,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(callersMain())
 	}
 	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
+	_ = napwakev1alpha1.AddToScheme(scheme)
 	os.Exit(testenv.Run(m, func(s *testenv.Suite) (err error) {
 		cfg = s.Config
 		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
@@ -72,7 +71,7 @@ func newNamespace(t *testing.T) string {
 func freeDoormanPort(t *testing.T) int {
 	t.Helper()
 	for range 100 {
-		port := v1alpha1.DoormanPortMin + rand.IntN(v1alpha1.DoormanPortMax-v1alpha1.DoormanPortMin+1)
+		port := napwakev1alpha1.DoormanPortMin + rand.IntN(napwakev1alpha1.DoormanPortMax-napwakev1alpha1.DoormanPortMin+1)
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
 			_ = ln.Close()
@@ -84,21 +83,20 @@ func freeDoormanPort(t *testing.T) int {
 }
 
 // createMW creates a ManagedWorkload routed on doormanPort, in phase.
-func createMW(t *testing.T, namespace string, doormanPort int, phase v1alpha1.Phase, pausedAt time.Time) *v1alpha1.ManagedWorkload {
+func createMW(t *testing.T, namespace string, doormanPort int, phase napwakev1alpha1.Phase, pausedAt time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	mw := &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: namespace},
-		Spec: v1alpha1.ManagedWorkloadSpec{TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: "api"}}}
+	mw := &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: namespace},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"}}}
 	if err := k8s.Create(ctx, mw); err != nil {
 		t.Fatal(err)
 	}
-	mw.Status = v1alpha1.ManagedWorkloadStatus{Phase: phase,
-		Pause:   &v1alpha1.PauseStatus{StartedAt: metav1.NewTime(pausedAt), Replicas: 1, Reason: v1alpha1.PauseIdle},
-		Doorman: &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: int32(doormanPort)}}}}
+	mw.Status = napwakev1alpha1.ManagedWorkloadStatus{Phase: phase,
+		Pause:   &napwakev1alpha1.PauseStatus{StartedAt: metav1.NewTime(pausedAt), Replicas: 1, Reason: napwakev1alpha1.PauseIdle},
+		Doorman: &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: int32(doormanPort)}}}}
 	if err := k8s.Status().Update(ctx, mw); err != nil {
 		t.Fatal(err)
 	}
-	return mw
 }
 
 // readyPod creates a Pod whose status.podIPs holds ip, and the Service's
@@ -132,7 +130,7 @@ func createSliceNamed(t *testing.T, namespace, name string, p *corev1.Pod, ip st
 	t.Helper()
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
-			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: managedBy},
+			napwakev1alpha1.LabelServiceName: "api", napwakev1alpha1.LabelEndpointSliceManagedBy: managedBy},
 			OwnerReferences: serviceOwner("api")},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
@@ -228,6 +226,7 @@ func dialPort(t *testing.T, port int) net.Conn {
 }
 
 func events(t *testing.T, namespace, reason string) []corev1.Event {
+	t.Helper()
 	var list corev1.EventList
 	if err := k8s.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
 		t.Fatal(err)
@@ -244,7 +243,7 @@ func events(t *testing.T, namespace, reason string) []corev1.Event {
 func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) {
 	namespace := newNamespace(t)
 	port := freeDoormanPort(t)
-	createMW(t, namespace, port, v1alpha1.PhasePaused, time.Now().Add(-time.Hour))
+	createMW(t, namespace, port, napwakev1alpha1.PhasePaused, time.Now().Add(-time.Hour))
 	st := startDoorman(t, clock.RealClock{})
 
 	pod, err := net.Listen("tcp", "127.0.0.1:0")
@@ -270,19 +269,19 @@ func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) 
 	if _, err := c.Write([]byte(req)); err != nil {
 		t.Fatal(err)
 	}
-	var mw v1alpha1.ManagedWorkload
+	var mw napwakev1alpha1.ManagedWorkload
 	testenv.EventuallyTrue(t, "last-request on the ManagedWorkload", func() bool {
 		_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "api"}, &mw)
-		return mw.Annotations[v1alpha1.AnnotationLastRequest] != ""
+		return mw.Annotations[napwakev1alpha1.AnnotationLastRequest] != ""
 	})
-	if from := mw.Annotations[v1alpha1.AnnotationLastRequestFrom]; from != "127.0.0.1" {
+	if from := mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom]; from != "127.0.0.1" {
 		t.Fatalf("last-request-from %q, want the caller", from)
 	}
-	if at, err := time.Parse(time.RFC3339, mw.Annotations[v1alpha1.AnnotationLastRequest]); err != nil || time.Since(at) > time.Minute || !strings.HasSuffix(mw.Annotations[v1alpha1.AnnotationLastRequest], "Z") {
-		t.Fatalf("last-request %q is not a recent RFC 3339 UTC time", mw.Annotations[v1alpha1.AnnotationLastRequest])
+	if at, err := time.Parse(time.RFC3339, mw.Annotations[napwakev1alpha1.AnnotationLastRequest]); err != nil || time.Since(at) > time.Minute || !strings.HasSuffix(mw.Annotations[napwakev1alpha1.AnnotationLastRequest], "Z") {
+		t.Fatalf("last-request %q is not a recent RFC 3339 UTC time", mw.Annotations[napwakev1alpha1.AnnotationLastRequest])
 	}
 	testenv.EventuallyTrue(t, "the WokenByRequest event", func() bool {
-		ev := events(t, namespace, v1alpha1.EventWokenByRequest)
+		ev := events(t, namespace, napwakev1alpha1.EventWokenByRequest)
 		return len(ev) == 1 && strings.Contains(ev[0].Message, "Service api") && ev[0].InvolvedObject.Kind == "ManagedWorkload"
 	})
 
@@ -295,7 +294,7 @@ func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) 
 	default:
 	}
 
-	readyPod(t, namespace, "api-1", "10.244.0.5", pod.Addr().(*net.TCPAddr).Port, v1alpha1.EndpointSliceControllerManager)
+	readyPod(t, namespace, "api-1", "10.244.0.5", pod.Addr().(*net.TCPAddr).Port, napwakev1alpha1.EndpointSliceControllerManager)
 	select {
 	case s := <-got:
 		if s != req {
@@ -314,7 +313,7 @@ func TestARequestWakesThroughTheAPIServerAndIsPassedToTheReadyPod(t *testing.T) 
 func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 	namespace := newNamespace(t)
 	pausedAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	createMW(t, namespace, freeDoormanPort(t), v1alpha1.PhasePaused, pausedAt)
+	createMW(t, namespace, freeDoormanPort(t), napwakev1alpha1.PhasePaused, pausedAt)
 	w := proxy.Workload{Namespace: namespace, Name: "api", PausedAt: pausedAt}
 	recorder := record.NewFakeRecorder(10)
 	podA := NewHooks(k8s, recorder, clock.RealClock{}, logr.Discard())
@@ -331,11 +330,11 @@ func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 	ctx := context.Background()
 	podA.FlushTurnedAway(ctx)
 	podB.FlushTurnedAway(ctx)
-	var mw v1alpha1.ManagedWorkload
+	var mw napwakev1alpha1.ManagedWorkload
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "api"}, &mw); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mw.Annotations[v1alpha1.AnnotationTurnedAway], FormatTurnedAway(pausedAt, 5); got != want {
+	if got, want := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway], FormatTurnedAway(pausedAt, 5); got != want {
 		t.Fatalf("turned-away %q, want %q", got, want)
 	}
 	// A new pause starts the count again.
@@ -348,7 +347,7 @@ func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 	podA.TurnedAway(w)
 	podA.FlushTurnedAway(ctx)
 	_ = k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "api"}, &mw)
-	if got, want := mw.Annotations[v1alpha1.AnnotationTurnedAway], FormatTurnedAway(newPause, 1); got != want {
+	if got, want := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway], FormatTurnedAway(newPause, 1); got != want {
 		t.Fatalf("turned-away after a new pause %q, want %q", got, want)
 	}
 }
@@ -356,14 +355,14 @@ func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 func TestAStaleResourceVersionKeepsTheCountForTheNextFlush(t *testing.T) {
 	namespace := newNamespace(t)
 	pausedAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	createMW(t, namespace, freeDoormanPort(t), v1alpha1.PhasePaused, pausedAt)
+	createMW(t, namespace, freeDoormanPort(t), napwakev1alpha1.PhasePaused, pausedAt)
 	h := NewHooks(k8s, record.NewFakeRecorder(10), clock.RealClock{}, logr.Discard())
 	ctx := context.Background()
 	key := turnedKey{workload: client.ObjectKey{Namespace: namespace, Name: "api"}, pausedAt: pausedAt}
-	var mw v1alpha1.ManagedWorkload
+	var mw napwakev1alpha1.ManagedWorkload
 	_ = k8s.Get(ctx, key.workload, &mw)
 	orig := mw.DeepCopy()
-	mw.Annotations = map[string]string{v1alpha1.AnnotationTurnedAway: FormatTurnedAway(pausedAt, 1)}
+	mw.Annotations = map[string]string{napwakev1alpha1.AnnotationTurnedAway: FormatTurnedAway(pausedAt, 1)}
 	orig.ResourceVersion = "1" // stale
 	err := k8s.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err == nil {
@@ -372,14 +371,14 @@ func TestAStaleResourceVersionKeepsTheCountForTheNextFlush(t *testing.T) {
 	h.TurnedAway(proxy.Workload{Namespace: namespace, Name: "api", PausedAt: pausedAt})
 	h.FlushTurnedAway(ctx)
 	_ = k8s.Get(ctx, key.workload, &mw)
-	if got := mw.Annotations[v1alpha1.AnnotationTurnedAway]; got != FormatTurnedAway(pausedAt, 1) {
+	if got := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway]; got != FormatTurnedAway(pausedAt, 1) {
 		t.Fatalf("turned-away %q", got)
 	}
 }
 
 func TestRequestNotServedAtMostOnceAMinutePerWorkload(t *testing.T) {
 	namespace := newNamespace(t)
-	createMW(t, namespace, freeDoormanPort(t), v1alpha1.PhasePaused, time.Now().Add(-time.Hour))
+	createMW(t, namespace, freeDoormanPort(t), napwakev1alpha1.PhasePaused, time.Now().Add(-time.Hour))
 	fc := clocktesting.NewFakeClock(time.Now())
 	recorder := record.NewFakeRecorder(10)
 	h := NewHooks(k8s, recorder, fc, logr.Discard())
@@ -405,11 +404,11 @@ func TestRequestNotServedAtMostOnceAMinutePerWorkload(t *testing.T) {
 }
 
 func TestRoutesCarryTheWakeSettings(t *testing.T) {
-	mw := v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "ns"},
-		Spec: v1alpha1.ManagedWorkloadSpec{Wake: v1alpha1.WakeSpec{Mode: v1alpha1.WakeAsk, Page: ptr.To(false), MaxWait: &metav1.Duration{Duration: 5 * time.Minute}}},
-		Status: v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhaseResuming, ResumedAt: ptr.To(metav1.NewTime(time.Unix(100, 0))),
-			Doorman: &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017}}}}}
-	routes := Routes([]v1alpha1.ManagedWorkload{mw, {ObjectMeta: metav1.ObjectMeta{Name: "unrouted"}}})
+	mw := napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "ns"},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{Wake: napwakev1alpha1.WakeSpec{Mode: napwakev1alpha1.WakeAsk, Page: ptr.To(false), MaxWait: &metav1.Duration{Duration: 5 * time.Minute}}},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseResuming, ResumedAt: ptr.To(metav1.NewTime(time.Unix(100, 0))),
+			Doorman: &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017}}}}}
+	routes := Routes([]napwakev1alpha1.ManagedWorkload{mw, {ObjectMeta: metav1.ObjectMeta{Name: "unrouted"}}})
 	if len(routes) != 1 {
 		t.Fatalf("routes %v", routes)
 	}
@@ -418,7 +417,7 @@ func TestRoutesCarryTheWakeSettings(t *testing.T) {
 		r.Workload.MaxWait != 5*time.Minute || r.Workload.Phase != "Resuming" || !r.Workload.ResumedAt.Equal(time.Unix(100, 0)) {
 		t.Fatalf("route %+v", r)
 	}
-	def := WorkloadOf(&v1alpha1.ManagedWorkload{})
+	def := WorkloadOf(&napwakev1alpha1.ManagedWorkload{})
 	if !def.Page || def.Ask {
 		t.Fatalf("defaults: page true, mode Request; got %+v", def)
 	}

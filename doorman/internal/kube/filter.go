@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/addr"
 )
 
@@ -28,8 +28,8 @@ func FilterEndpoints(eps []*discoveryv1.EndpointSlice, pod func(name string) *co
 	var out []netip.AddrPort
 	for _, s := range eps {
 		if s == nil || s.Namespace != namespace ||
-			s.Labels[v1alpha1.LabelEndpointSliceManagedBy] != v1alpha1.EndpointSliceControllerManager ||
-			s.Labels[v1alpha1.LabelServiceName] != service || !ownedByService(s, service) ||
+			s.Labels[napwakev1alpha1.LabelEndpointSliceManagedBy] != napwakev1alpha1.EndpointSliceControllerManager ||
+			s.Labels[napwakev1alpha1.LabelServiceName] != service || !ownedByService(s, service) ||
 			(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) {
 			continue
 		}

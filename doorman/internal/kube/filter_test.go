@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/addr"
 )
 
@@ -39,7 +39,7 @@ func serviceOwner(service string) []metav1.OwnerReference {
 func slice(family discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "api-x", Namespace: ns, Labels: map[string]string{
-			v1alpha1.LabelServiceName: "api", v1alpha1.LabelEndpointSliceManagedBy: v1alpha1.EndpointSliceControllerManager},
+			napwakev1alpha1.LabelServiceName: "api", napwakev1alpha1.LabelEndpointSliceManagedBy: napwakev1alpha1.EndpointSliceControllerManager},
 			OwnerReferences: serviceOwner("api")},
 		AddressType: family,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
@@ -115,13 +115,13 @@ func TestFilterEndpoints(t *testing.T) {
 		}())}, "http", nil},
 		{"a missing Pod is refused", []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "gone", yes))}, "http", nil},
 		{"a slice managed by someone else is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
-			s.Labels[v1alpha1.LabelEndpointSliceManagedBy] = v1alpha1.EndpointSliceManager
+			s.Labels[napwakev1alpha1.LabelEndpointSliceManagedBy] = napwakev1alpha1.EndpointSliceManager
 		})}, "http", nil},
 		{"a slice managed by nobody is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
-			delete(s.Labels, v1alpha1.LabelEndpointSliceManagedBy)
+			delete(s.Labels, napwakev1alpha1.LabelEndpointSliceManagedBy)
 		})}, "http", nil},
 		{"another Service's slice is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
-			s.Labels[v1alpha1.LabelServiceName] = "other"
+			s.Labels[napwakev1alpha1.LabelServiceName] = "other"
 		})}, "http", nil},
 		{"a slice with the controller's label but no owner is refused", []*discoveryv1.EndpointSlice{mod(slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", yes)), func(s *discoveryv1.EndpointSlice) {
 			s.OwnerReferences = nil

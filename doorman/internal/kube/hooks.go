@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,9 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/go-logr/logr"
-
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/proxy"
 )
 
@@ -52,18 +51,18 @@ func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveC
 // emits WokenByRequest naming the Service.
 func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		v1alpha1.AnnotationLastRequest:     h.clock.Now().UTC().Format(time.RFC3339),
-		v1alpha1.AnnotationLastRequestFrom: from.String(),
+		napwakev1alpha1.AnnotationLastRequest:     h.clock.Now().UTC().Format(time.RFC3339),
+		napwakev1alpha1.AnnotationLastRequestFrom: from.String(),
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding the wake patch: %w", err)
 	}
-	mw := &v1alpha1.ManagedWorkload{}
+	mw := &napwakev1alpha1.ManagedWorkload{}
 	mw.Namespace, mw.Name = w.Namespace, w.Name
 	if err := h.client.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("patching ManagedWorkload %s: %w", w.Key(), err)
 	}
-	h.recorder.Eventf(mw, corev1.EventTypeNormal, v1alpha1.EventWokenByRequest, "Woken by a request to Service %s", service)
+	h.recorder.Eventf(mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest, "Woken by a request to Service %s", service)
 	return nil
 }
 
@@ -81,9 +80,9 @@ func (h *Hooks) NotServed(w proxy.Workload, service string, waited time.Duration
 	}
 	h.lastWarn[w.Key()] = now
 	h.mu.Unlock()
-	mw := &v1alpha1.ManagedWorkload{}
+	mw := &napwakev1alpha1.ManagedWorkload{}
 	mw.Namespace, mw.Name = w.Namespace, w.Name
-	h.recorder.Eventf(mw, corev1.EventTypeWarning, v1alpha1.EventRequestNotServed,
+	h.recorder.Eventf(mw, corev1.EventTypeWarning, napwakev1alpha1.EventRequestNotServed,
 		"A request to Service %s was held %s and not served: %s", service, waited.Round(time.Second), why)
 }
 
@@ -117,7 +116,7 @@ func (h *Hooks) FlushTurnedAway(ctx context.Context) {
 }
 
 func (h *Hooks) addTurnedAway(ctx context.Context, k turnedKey, n int64) error {
-	var mw v1alpha1.ManagedWorkload
+	var mw napwakev1alpha1.ManagedWorkload
 	if err := h.client.Get(ctx, k.workload, &mw); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -128,14 +127,14 @@ func (h *Hooks) addTurnedAway(ctx context.Context, k turnedKey, n int64) error {
 		return nil // the count is for a pause that is over
 	}
 	total := n
-	if at, count, ok := ParseTurnedAway(mw.Annotations[v1alpha1.AnnotationTurnedAway]); ok && at.Equal(k.pausedAt) {
+	if at, count, ok := ParseTurnedAway(mw.Annotations[napwakev1alpha1.AnnotationTurnedAway]); ok && at.Equal(k.pausedAt) {
 		total += count
 	}
 	orig := mw.DeepCopy()
 	if mw.Annotations == nil {
 		mw.Annotations = map[string]string{}
 	}
-	mw.Annotations[v1alpha1.AnnotationTurnedAway] = FormatTurnedAway(k.pausedAt, total)
+	mw.Annotations[napwakev1alpha1.AnnotationTurnedAway] = FormatTurnedAway(k.pausedAt, total)
 	if err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching the turned-away count of %s: %w", k.workload, err)
 	}

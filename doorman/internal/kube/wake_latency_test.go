@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/doorman/internal/tools/firstbyte"
@@ -67,9 +67,10 @@ func TestWakeToFirstByteThroughTheWatch(t *testing.T) {
 // returns each round's arrival p50, p99, read p50 and p99 (from the create
 // call made) and the create call's duration, in ms, in turn.
 func wakeThroughWatch(t *testing.T, callers *callersProc, n, rounds int) []float64 {
+	t.Helper()
 	namespace := newNamespace(t)
 	port := freeDoormanPort(t)
-	createMW(t, namespace, port, v1alpha1.PhaseResuming, time.Now().Add(-time.Hour))
+	createMW(t, namespace, port, napwakev1alpha1.PhaseResuming, time.Now().Add(-time.Hour))
 	limits := proxy.DefaultLimits()
 	limits.HeldPerWorkload, limits.HeldPerSource, limits.HeldPerSourceWorkload = limits.Held, limits.Held, limits.Held
 	st := startDoormanWith(t, clock.RealClock{}, limits)
@@ -84,7 +85,7 @@ func wakeThroughWatch(t *testing.T, callers *callersProc, n, rounds int) []float
 		testenv.EventuallyTrue(t, "every caller held at its wait", func() bool { return st.table.Waiting(key) == n })
 		name := "api-1-slice-" + strconv.Itoa(round)
 		t0 := time.Now()
-		createSliceNamed(t, namespace, name, p, "10.244.0.5", podPort, v1alpha1.EndpointSliceControllerManager)
+		createSliceNamed(t, namespace, name, p, "10.244.0.5", podPort, napwakev1alpha1.EndpointSliceControllerManager)
 		t1 := time.Now()
 		out = append(out, callers.wait(t, t0, n)...)
 		out = append(out, float64(t1.Sub(t0))/float64(time.Millisecond))
@@ -99,6 +100,7 @@ func wakeThroughWatch(t *testing.T, callers *callersProc, n, rounds int) []float
 }
 
 func envInts(t *testing.T, name, def string) []int {
+	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
 		v = def

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,9 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/go-logr/logr"
-
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/shared/addr"
 )
@@ -54,7 +53,7 @@ type Watcher struct {
 // EndpointSlices the EndpointSlice controller manages, and Pods trimmed to
 // what the endpoint filter reads.
 func NewCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {
-	managed, err := labels.NewRequirement(v1alpha1.LabelEndpointSliceManagedBy, selection.Equals, []string{v1alpha1.EndpointSliceControllerManager})
+	managed, err := labels.NewRequirement(napwakev1alpha1.LabelEndpointSliceManagedBy, selection.Equals, []string{napwakev1alpha1.EndpointSliceControllerManager})
 	if err != nil {
 		return nil, fmt.Errorf("building the EndpointSlice selector: %w", err)
 	}
@@ -92,12 +91,12 @@ func NewWatcher(c cache.Cache, table *proxy.Table, sink RouteSink, rules addr.Ru
 // proxy up to date until ctx ends. The cache must be started separately.
 func (w *Watcher) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("watch")
-	for _, obj := range []client.Object{&v1alpha1.ManagedWorkload{}, &discoveryv1.EndpointSlice{}, &corev1.Pod{}} {
+	for _, obj := range []client.Object{&napwakev1alpha1.ManagedWorkload{}, &discoveryv1.EndpointSlice{}, &corev1.Pod{}} {
 		inf, err := w.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("getting the %T informer: %w", obj, err)
 		}
-		_, isMW := obj.(*v1alpha1.ManagedWorkload)
+		_, isMW := obj.(*napwakev1alpha1.ManagedWorkload)
 		if _, err := inf.AddEventHandler(w.handler(isMW)); err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
 		}
@@ -163,7 +162,7 @@ func (w *Watcher) sync(ctx context.Context) error {
 	w.mu.Unlock()
 
 	if routesDirt {
-		var mws v1alpha1.ManagedWorkloadList
+		var mws napwakev1alpha1.ManagedWorkloadList
 		if err := w.cache.List(ctx, &mws); err != nil {
 			w.markRoutes()
 			return fmt.Errorf("listing ManagedWorkloads: %w", err)
@@ -209,7 +208,7 @@ func (w *Watcher) sync(ctx context.Context) error {
 
 func (w *Watcher) endpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.AddrPort, error) {
 	var list discoveryv1.EndpointSliceList
-	if err := w.cache.List(ctx, &list, client.InNamespace(k.Namespace), client.MatchingLabels{v1alpha1.LabelServiceName: k.Service}); err != nil {
+	if err := w.cache.List(ctx, &list, client.InNamespace(k.Namespace), client.MatchingLabels{napwakev1alpha1.LabelServiceName: k.Service}); err != nil {
 		return nil, fmt.Errorf("listing EndpointSlices of %s/%s: %w", k.Namespace, k.Service, err)
 	}
 	slicesOf := make([]*discoveryv1.EndpointSlice, len(list.Items))
@@ -227,7 +226,7 @@ func (w *Watcher) endpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.Ad
 }
 
 // Routes turns ManagedWorkloads' status.doorman.routes into the proxy's.
-func Routes(mws []v1alpha1.ManagedWorkload) []proxy.Route {
+func Routes(mws []napwakev1alpha1.ManagedWorkload) []proxy.Route {
 	var out []proxy.Route
 	for i := range mws {
 		mw := &mws[i]
@@ -243,15 +242,15 @@ func Routes(mws []v1alpha1.ManagedWorkload) []proxy.Route {
 }
 
 // WorkloadOf reads what the doorman needs of a ManagedWorkload.
-func WorkloadOf(mw *v1alpha1.ManagedWorkload) proxy.Workload {
+func WorkloadOf(mw *napwakev1alpha1.ManagedWorkload) proxy.Workload {
 	w := proxy.Workload{
 		Namespace: mw.Namespace, Name: mw.Name,
-		Ask:   mw.Spec.Wake.Mode == v1alpha1.WakeAsk,
+		Ask:   mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk,
 		Page:  mw.Spec.Wake.Page == nil || *mw.Spec.Wake.Page,
 		Phase: string(mw.Status.Phase),
 	}
 	if mw.Spec.Wake.MaxWait != nil {
-		w.MaxWait = min(mw.Spec.Wake.MaxWait.Duration, v1alpha1.MaxMaxWait)
+		w.MaxWait = min(mw.Spec.Wake.MaxWait.Duration, napwakev1alpha1.MaxMaxWait)
 	}
 	if mw.Status.Pause != nil {
 		w.PausedAt = mw.Status.Pause.StartedAt.Time

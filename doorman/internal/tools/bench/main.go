@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
