@@ -11,14 +11,13 @@ import (
 	"io"
 	"os"
 
-	"napwake.dev/shared/logging"
-	"napwake.dev/shared/signals"
-	"napwake.dev/shared/version"
-
 	"napwake.dev/operator/internal/config"
 	"napwake.dev/operator/internal/controller"
 	"napwake.dev/operator/internal/manager"
 	"napwake.dev/operator/internal/routing"
+	"napwake.dev/shared/logging"
+	"napwake.dev/shared/signals"
+	"napwake.dev/shared/version"
 )
 
 const component = "napwake-operator"

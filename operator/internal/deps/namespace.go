@@ -81,10 +81,10 @@ func ParseDependentsFrom(v string) (Allow, []string) {
 	a := Allow{}
 	for _, item := range strings.Split(v, ",") {
 		item = strings.TrimSpace(item)
-		switch {
-		case item == "":
+		switch item {
+		case "":
 			continue
-		case item == napwakev1alpha1.DependentsFromAny:
+		case napwakev1alpha1.DependentsFromAny:
 			a.any = true
 			continue
 		}

@@ -40,6 +40,7 @@ type savedFixture struct {
 }
 
 func newSavedFixture(t *testing.T, objs ...client.Object) *savedFixture {
+	t.Helper()
 	s := runtime.NewScheme()
 	if err := napwakev1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)

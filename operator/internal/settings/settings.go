@@ -92,9 +92,10 @@ func (p *parser) warn(l layer, key, problem string) {
 	p.warnings = append(p.warnings, Warning{Source: l.source, Annotation: key, Value: l.values[key], Problem: problem})
 }
 
-// first calls read on each layer's value of key in turn and returns the first
-// it accepts; read returns a problem for a value it refuses.
-func (p *parser) first(key string, read func(string) string) bool {
+// first calls read on each layer's value of key in turn until one accepts
+// it (read keeps what it accepted); read returns a problem for a value it
+// refuses, and each refusal is a warning.
+func (p *parser) first(key string, read func(string) string) {
 	for _, l := range p.layers {
 		v, ok := l.values[key]
 		if !ok {
@@ -104,9 +105,8 @@ func (p *parser) first(key string, read func(string) string) bool {
 			p.warn(l, key, problem)
 			continue
 		}
-		return true
+		return
 	}
-	return false
 }
 
 func (p *parser) wake(def string) napwakev1alpha1.WakeMode {

@@ -23,6 +23,7 @@ func TestSpec(t *testing.T) {
 		{
 			name: "with no annotations the operator's defaults apply",
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Wake.Mode, napwakev1alpha1.WakeRequest)
 				eq(t, *s.Wake.Page, true)
 				eq(t, s.Wake.MaxWait.Duration, 2*time.Minute)
@@ -34,6 +35,7 @@ func TestSpec(t *testing.T) {
 			name:     "the default wake flag ask applies when nothing says",
 			defaults: Defaults{IdleAfter: time.Hour, Wake: "ask"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk)
 				eq(t, s.IdleAfter.Duration, time.Hour)
 			},
@@ -43,6 +45,7 @@ func TestSpec(t *testing.T) {
 			workload: map[string]string{napwakev1alpha1.AnnotationWake: "ask", napwakev1alpha1.AnnotationIdleAfter: "5m"},
 			ns:       map[string]string{napwakev1alpha1.AnnotationWake: "request", napwakev1alpha1.AnnotationIdleAfter: "2h"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk)
 				eq(t, s.IdleAfter.Duration, 5*time.Minute)
 			},
@@ -51,6 +54,7 @@ func TestSpec(t *testing.T) {
 			name: "the namespace's annotation wins over the default",
 			ns:   map[string]string{napwakev1alpha1.AnnotationWake: "ask", napwakev1alpha1.AnnotationWakePage: "false"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk)
 				eq(t, *s.Wake.Page, false)
 			},
@@ -59,32 +63,45 @@ func TestSpec(t *testing.T) {
 			name:     "an unreadable wake setting asks whatever the namespace says",
 			workload: map[string]string{napwakev1alpha1.AnnotationWake: "Ask"},
 			ns:       map[string]string{napwakev1alpha1.AnnotationWake: "request"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk) },
+			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
+				eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk)
+			},
 			warnings: []string{napwakev1alpha1.AnnotationWake},
 		},
 		{
-			name:     "an unreadable wake setting on the namespace asks",
-			ns:       map[string]string{napwakev1alpha1.AnnotationWake: "true"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk) },
+			name: "an unreadable wake setting on the namespace asks",
+			ns:   map[string]string{napwakev1alpha1.AnnotationWake: "true"},
+			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
+				eq(t, s.Wake.Mode, napwakev1alpha1.WakeAsk)
+			},
 			warnings: []string{napwakev1alpha1.AnnotationWake},
 		},
 		{
 			name:     "an unreadable idle time falls back to the namespace's",
 			workload: map[string]string{napwakev1alpha1.AnnotationIdleAfter: "ten minutes"},
 			ns:       map[string]string{napwakev1alpha1.AnnotationIdleAfter: "2h"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, s.IdleAfter.Duration, 2*time.Hour) },
+			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
+				eq(t, s.IdleAfter.Duration, 2*time.Hour)
+			},
 			warnings: []string{napwakev1alpha1.AnnotationIdleAfter},
 		},
 		{
 			name:     "an idle time out of range falls back to the default",
 			workload: map[string]string{napwakev1alpha1.AnnotationIdleAfter: "30s"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, s.IdleAfter.Duration, 30*time.Minute) },
+			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
+				eq(t, s.IdleAfter.Duration, 30*time.Minute)
+			},
 			warnings: []string{napwakev1alpha1.AnnotationIdleAfter},
 		},
 		{
 			name:     "a max wait over an hour falls back to two minutes",
 			workload: map[string]string{napwakev1alpha1.AnnotationWakeMaxWait: "2h"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Wake.MaxWait.Duration, 2*time.Minute)
 			},
 			warnings: []string{napwakev1alpha1.AnnotationWakeMaxWait},
@@ -92,20 +109,21 @@ func TestSpec(t *testing.T) {
 		{
 			name:     "a page setting other than true or false is ignored",
 			workload: map[string]string{napwakev1alpha1.AnnotationWakePage: "no"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, *s.Wake.Page, true) },
+			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { t.Helper(); eq(t, *s.Wake.Page, true) },
 			warnings: []string{napwakev1alpha1.AnnotationWakePage},
 		},
 		{
 			name:     "dependencies name workloads in this or another namespace",
 			workload: map[string]string{napwakev1alpha1.AnnotationDependsOn: "postgres, cache,shared/redis,postgres"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Dependencies, []napwakev1alpha1.DependencyRef{{Name: "postgres"}, {Name: "cache"}, {Namespace: "shared", Name: "redis"}})
 			},
 		},
 		{
 			name:     "one bad dependency makes the list unreadable",
 			workload: map[string]string{napwakev1alpha1.AnnotationDependsOn: "postgres,Cache_1"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, len(s.Dependencies), 0) },
+			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { t.Helper(); eq(t, len(s.Dependencies), 0) },
 			warnings: []string{napwakev1alpha1.AnnotationDependsOn},
 		},
 		{
@@ -113,6 +131,7 @@ func TestSpec(t *testing.T) {
 			workload: map[string]string{napwakev1alpha1.AnnotationActivityQuery: " up ", napwakev1alpha1.AnnotationAutoResume: "true"},
 			ns:       map[string]string{napwakev1alpha1.AnnotationPauseEarly: "true"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
 				eq(t, s.Activity.Prometheus.Query, "up")
 				eq(t, *s.Forecast, napwakev1alpha1.ForecastSpec{AutoResume: true, PauseEarly: true, TimeZone: "UTC"})
 			},
@@ -120,7 +139,7 @@ func TestSpec(t *testing.T) {
 		{
 			name:     "an empty activity query is unreadable",
 			workload: map[string]string{napwakev1alpha1.AnnotationActivityQuery: "  "},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { eq(t, s.Activity == nil, true) },
+			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { t.Helper(); eq(t, s.Activity == nil, true) },
 			warnings: []string{napwakev1alpha1.AnnotationActivityQuery},
 		},
 	} {
