@@ -34,7 +34,7 @@ if [ "${1:-}" = uninstall ]; then
 fi
 
 args=()
-for c in operator doorman forwarder; do
+for c in operator doorman; do  # the chart runs no forwarder yet
   args+=(--set "$c.image.repository=napwake.local/napwake-$c" --set "$c.image.tag=$(cat "$root/$c/VERSION")")
 done
 if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
