@@ -11,7 +11,8 @@
 //
 //   - managedworkload.go: the ManagedWorkload reconciler, its watches, and
 //     one reconcile's loop over decide's steps (status write, Route, Scale,
-//     Unroute, Wait), calling the Router only when decide says so.
+//     Unroute, Wait): in a pause or wake it calls the Router only when
+//     decide says so.
 //   - status.go: who writes which part of status, the reconciler's
 //     resourceVersion-guarded status patch, its conditions, the State read
 //     from and written to status, and the stale-cache guard.

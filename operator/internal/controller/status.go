@@ -31,10 +31,11 @@ import (
 // from, so a write made from an older object fails with a conflict (then
 // the reconcile is requeued and decides again) instead of overwriting.
 // Within one reconcile the reconciler and the Router write one after the
-// other, never at once: the Router is called only as decide's Route and
-// Unroute steps, between the reconciler's own writes, and it updates the
-// same object in place, resourceVersion included, so the reconciler's next
-// patch is made from what the Router wrote. A merge patch replaces a list
+// other, never at once: the Router is called as decide's Route and Unroute
+// steps, between the reconciler's own writes (and by targetMissing and
+// finalize before theirs), and it updates the same object in place,
+// resourceVersion included, so the reconciler's next patch is made from
+// what the Router wrote. A merge patch replaces a list
 // whole, so a patch that changes a condition carries the others as they are
 // at that resourceVersion, which changes none of them.
 
