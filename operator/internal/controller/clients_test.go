@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // interferingClient is the real client with another writer slipping in:
@@ -119,4 +121,19 @@ func (s *crashingSub) Patch(ctx context.Context, obj client.Object, patch client
 		return err
 	}
 	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+// laggingCache is the real client whose Get of one object answers with an
+// older copy of it, as an informer that has not caught up does.
+type laggingCache struct {
+	client.Client
+	old *napwakev1alpha1.ManagedWorkload
+}
+
+func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if mw, ok := obj.(*napwakev1alpha1.ManagedWorkload); ok && key == client.ObjectKeyFromObject(c.old) {
+		c.old.DeepCopyInto(mw)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
 }

@@ -1,6 +1,32 @@
 // Package controller holds the operator's reconcilers: the ManagedWorkload
 // reconciler that pauses and wakes workloads, and the opt-in reconciler that
 // creates ManagedWorkloads for labelled Deployments, StatefulSets and
-// Namespaces. The decisions themselves live in package decide; this package
-// reads the cluster, asks decide, and writes the result in a crash-safe order.
+// Namespaces. The decisions themselves live in package decide: this package
+// reads the cluster, asks decide for one step at a time, and takes it. It
+// decides nothing of its own about when to pause, wake, route or scale, and
+// it writes status.doorman and the WakeOnRequest condition never: the Router
+// owns them.
+//
+// Its files, as Cluster API splits a reconciler:
+//
+//   - managedworkload.go: the ManagedWorkload reconciler, its watches, and
+//     one reconcile's loop over decide's steps (status write, Route, Scale,
+//     Unroute, Wait): in a pause or wake it calls the Router only when
+//     decide says so.
+//   - status.go: who writes which part of status, the reconciler's
+//     resourceVersion-guarded status patch, its conditions, the State read
+//     from and written to status, and the stale-cache guard.
+//   - activity.go: the activity signals of one reconcile: the usage signal
+//     (busy) and the Prometheus activity query; what the ActivitySignals
+//     condition says is decide.ActivitySignals.
+//   - delete.go: a ManagedWorkload being deleted (finalize: restore the
+//     replicas, let the Router clean up, drop the finalizer) and a target
+//     that is gone (targetMissing).
+//   - target.go: the Deployment or StatefulSet, read and scaled through
+//     its scale subresource.
+//   - usage.go: the Usage and Queries signals' interfaces, and Usage from
+//     metrics.k8s.io.
+//   - router.go: the Router interface, the seam to package routing.
+//   - index.go: the IndexTargetRef field index, which the manager adds once.
+//   - optin.go: the opt-in reconciler.
 package controller

@@ -4,16 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -31,22 +24,16 @@ import (
 	"napwake.dev/operator/internal/metrics"
 )
 
-// IndexTargetRef indexes ManagedWorkloads by "<kind>/<name>" of their target.
-const IndexTargetRef = "spec.targetRef"
-
-// TargetRefKey is the IndexTargetRef value for a target.
-func TargetRefKey(kind napwakev1alpha1.TargetKind, name string) string {
-	return string(kind) + "/" + name
-}
-
-// maxStepsPerReconcile bounds one reconcile: a pause is at most a status
-// write, a scale and a status write; a wake the same.
+// maxStepsPerReconcile bounds one reconcile: a pause is at most a live
+// read, a status write, a route, a scale and a wait; a wake a status write,
+// a scale, an unroute, a status write and a wait.
 const maxStepsPerReconcile = 8
 
 // ManagedWorkloadReconciler pauses and wakes the target of each
 // ManagedWorkload. It asks package decide for one step at a time and takes it,
 // so every write is made from persisted state: status.pause is persisted
-// before anything is scaled, and a wake's phase before it scales back.
+// before anything is routed or scaled, and a wake's phase before it scales
+// back.
 type ManagedWorkloadReconciler struct {
 	// Client reads (the manager's cache) and writes.
 	Client client.Client
@@ -72,35 +59,17 @@ type ManagedWorkloadReconciler struct {
 	SyncPeriod time.Duration
 
 	superseded supersededVersions
-	answers    queryAnswers
-}
-
-// staleCacheRecheck: an informer usually catches up within milliseconds.
-const staleCacheRecheck = 50 * time.Millisecond
-
-// supersededVersions remembers, per ManagedWorkload, the resourceVersion
-// this reconciler's last write replaced: a cached object still at it is
-// known to be stale.
-type supersededVersions struct{ m sync.Map }
-
-func (v *supersededVersions) set(key types.NamespacedName, rv string) { v.m.Store(key, rv) }
-
-func (v *supersededVersions) is(key types.NamespacedName, rv string) bool {
-	old, ok := v.m.Load(key)
-	return ok && old.(string) == rv
 }
 
 var _ reconcile.Reconciler = (*ManagedWorkloadReconciler)(nil)
 
 // SetupWithManager registers the reconciler and its watches: its
 // ManagedWorkloads, and Deployments and StatefulSets mapped to the
-// ManagedWorkloads targeting them.
+// ManagedWorkloads targeting them through the IndexTargetRef index, which
+// the manager adds first (IndexManagedWorkloads).
 func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.APIReader == nil || r.Clock == nil || r.Recorder == nil || r.Router == nil || r.Metrics == nil {
 		return errors.New("ManagedWorkloadReconciler needs Client, APIReader, Clock, Recorder, Router and Metrics")
-	}
-	if err := IndexManagedWorkloads(context.Background(), mgr); err != nil {
-		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("managedworkload").
@@ -109,25 +78,6 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindDeployment))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindStatefulSet))).
 		Complete(r)
-}
-
-var indexed = struct {
-	sync.Mutex
-	m map[ctrl.Manager]bool
-}{m: map[ctrl.Manager]bool{}}
-
-// IndexManagedWorkloads adds the IndexTargetRef index, once per manager.
-func IndexManagedWorkloads(ctx context.Context, mgr ctrl.Manager) error {
-	indexed.Lock()
-	defer indexed.Unlock()
-	if indexed.m[mgr] {
-		return nil
-	}
-	indexed.m[mgr] = true
-	return mgr.GetFieldIndexer().IndexField(ctx, &napwakev1alpha1.ManagedWorkload{}, IndexTargetRef, func(o client.Object) []string {
-		mw := o.(*napwakev1alpha1.ManagedWorkload)
-		return []string{TargetRefKey(mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)}
-	})
 }
 
 // deletionPredicate passes updates that mark an object deleted.
@@ -160,19 +110,22 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("managedWorkload", klog.KObj(mw)))
 	if r.superseded.is(req.NamespacedName, mw.ResourceVersion) {
-		// The cache has not caught up with this reconciler's own last
-		// write: deciding from it would only end in a conflict.
+		// The cache has not caught up with this reconcile's last writes:
+		// deciding from it would only end in a conflict.
 		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
 	}
 	if !mw.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, mw)
 	}
+	s := &run{r: r, mw: mw}
+	defer s.remember()
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
-		patch := client.MergeFromWithOptions(mw.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		base := mw.DeepCopy()
 		controllerutil.AddFinalizer(mw, napwakev1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, mw, patch); err != nil {
+		if err := r.Client.Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return requeueOnConflict(fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(mw), err))
 		}
+		s.replaced(base.ResourceVersion)
 	}
 
 	t, found, err := getTarget(ctx, r.Client, mw.Namespace, mw.Spec.TargetRef)
@@ -182,33 +135,34 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 	if !found {
 		return r.targetMissing(ctx, mw)
 	}
-
-	run := &run{r: r, mw: mw, t: t}
-	return run.steps(ctx)
+	s.t = t
+	return s.steps(ctx)
 }
 
-// run is one reconcile of one ManagedWorkload with a found target.
+// run is one reconcile of one ManagedWorkload.
 type run struct {
-	r      *ManagedWorkloadReconciler
-	mw     *napwakev1alpha1.ManagedWorkload
-	t      target
-	live   bool // t.replicas was read live, not from the cache
-	routed bool
-	// requeue is the soonest a router asked to be called again.
+	r  *ManagedWorkloadReconciler
+	mw *napwakev1alpha1.ManagedWorkload
+	t  target
+	// live is true once t.replicas was read live, not from the cache.
+	live bool
+	// routed and unrouted say the Router was asked in this reconcile.
+	routed, unrouted bool
+	// requeue is the soonest the Router or the query asked to be called again.
 	requeue time.Duration
+	// superseded are the resourceVersions this reconcile's writes replaced.
+	superseded []string
 }
 
+// steps asks decide.Next for a step and takes it, until it says Wait.
 func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	r, mw := s.r, s.mw
-	busy, usageOK := s.busy(ctx)
-	queryActive, query := s.query(ctx)
-	sig := signals{usage: usageOK, query: query}
+	busy, queryActive, sig := s.signals(ctx)
 	for range maxStepsPerReconcile {
-		now := r.Clock.Now()
 		in := decide.Input{
-			Now: now, Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
-			Annotations: decide.MergeAnnotations(mw.Annotations, s.t.annotations), Busy: busy, QueryActive: queryActive, Target: s.t.observed(),
+			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
+			Annotations: decide.MergeAnnotations(mw.Annotations, s.t.annotations), Busy: busy, QueryActive: queryActive,
+			Target: s.t.observed(), Routed: s.routed, Unrouted: s.unrouted,
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)
@@ -233,25 +187,22 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			if err := s.patchStatus(ctx, in.State, sig); err != nil { // conditions, observedGeneration
 				return requeueOnConflict(err)
 			}
-			s.routeIfPaused(ctx)
 			return reconcile.Result{RequeueAfter: s.after(step.RequeueAfter)}, nil
 		case decide.PatchStatus:
-			if step.Unroute {
-				s.unroute(ctx)
-			}
 			if err := s.patchStatus(ctx, step.State, sig); err != nil {
 				return requeueOnConflict(err)
 			}
 			s.record(step)
+		case decide.Route:
+			s.route(ctx)
+		case decide.Unroute:
+			s.unroute(ctx)
 		case decide.Scale:
-			if step.Replicas == 0 {
-				s.route(ctx)
-			}
 			before, err := scaleTo(ctx, r.Client, &s.t, step.Replicas)
 			if err != nil {
 				return requeueOnConflict(err)
 			}
-			log.V(1).Info("Scaled target", "from", before, "to", step.Replicas)
+			ctrl.LoggerFrom(ctx).V(1).Info("Scaled target", "from", before, "to", step.Replicas)
 			s.t.replicas, s.live = step.Replicas, true
 		}
 	}
@@ -272,142 +223,6 @@ func (s *run) idleAfter() time.Duration {
 	return s.r.DefaultIdleAfter
 }
 
-// busy asks the usage signal about a Running workload.
-func (s *run) busy(ctx context.Context) (busy, available bool) {
-	if s.r.Usage == nil || !s.r.Usage.Available(ctx) {
-		return false, false
-	}
-	if s.mw.Status.Phase != napwakev1alpha1.PhaseRunning {
-		return false, true
-	}
-	b, err := s.r.Usage.Busy(ctx, s.mw.Namespace, s.t.selector)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Reading the usage signal; counting the workload as not busy")
-		return false, true
-	}
-	return b, true
-}
-
-// condition says which activity signals a workload relies on: True when
-// something beyond requests and annotations watches it (CPU usage, or its
-// own Prometheus query).
-func (sig signals) condition() (metav1.ConditionStatus, string, string) {
-	base := "requests through the doorman, the activity and wake annotations"
-	var with []string
-	if sig.usage {
-		with = append(with, "CPU usage from metrics.k8s.io")
-	}
-	if sig.query == queryOK {
-		with = append(with, "its Prometheus activity query")
-	}
-	msg := "relies on " + base
-	for i, w := range with {
-		if i == len(with)-1 {
-			msg += ", and " + w
-		} else {
-			msg += ", " + w
-		}
-	}
-	switch sig.query {
-	case queryFailing:
-		msg += "; its Prometheus activity query is failing (see the operator's log)"
-	case queryNoURL:
-		msg += "; its Prometheus activity query is not evaluated: the operator has no --prometheus-url (Helm: operator.prometheusURL)"
-	}
-	if len(with) > 0 {
-		return metav1.ConditionTrue, napwakev1alpha1.ReasonSignalsConfigured, msg
-	}
-	if !sig.usage {
-		msg = "the cluster serves no metrics.k8s.io: " + strings.Replace(msg, "relies on ", "relies only on ", 1)
-	}
-	return metav1.ConditionFalse, napwakev1alpha1.ReasonUsageUnavailable, msg
-}
-
-// queryEvery is how often a workload's Prometheus activity query is
-// evaluated: a paused queue worker wakes within this of its queue growing.
-const queryEvery = 30 * time.Second
-
-// queryState is what became of a workload's Prometheus activity query.
-type queryState int
-
-const (
-	queryNone    queryState = iota // none configured
-	queryOK                        // evaluated
-	queryFailing                   // configured, the evaluation failed
-	queryNoURL                     // configured, the operator has no --prometheus-url
-)
-
-// signals is what the ActivitySignals condition reports.
-type signals struct {
-	usage bool
-	query queryState
-}
-
-// query evaluates spec.activity.prometheus, in every phase: its activity
-// keeps a workload up and wakes a paused one. A failing query counts as no
-// activity (logged; the condition says it is failing).
-func (s *run) query(ctx context.Context) (active bool, state queryState) {
-	a := s.mw.Spec.Activity
-	if a == nil || a.Prometheus == nil || a.Prometheus.Query == "" {
-		return false, queryNone
-	}
-	if s.r.Queries == nil {
-		return false, queryNoURL
-	}
-	s.keepSoonest(queryEvery)
-	now := s.r.Clock.Now()
-	if ans, ok := s.r.answers.get(s.mw.UID, a.Prometheus.Query, now); ok {
-		return ans.active, ans.state
-	}
-	active, err := s.r.Queries.Active(ctx, a.Prometheus.Query)
-	state = queryOK
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Evaluating the Prometheus activity query; counting it as no activity", "query", a.Prometheus.Query)
-		active, state = false, queryFailing
-	}
-	s.r.answers.put(s.mw.UID, queryAnswer{query: a.Prometheus.Query, at: now, active: active, state: state})
-	return active, state
-}
-
-// queryReuse is how long a query's answer stands for its workload: the
-// reconciles of one pause or wake (a few, each status write sets off the
-// next) ask Prometheus once.
-const queryReuse = 10 * time.Second
-
-// queryAnswers remembers each workload's last answer, for queryReuse.
-type queryAnswers struct {
-	mu sync.Mutex
-	m  map[types.UID]queryAnswer
-}
-
-type queryAnswer struct {
-	query  string
-	at     time.Time
-	active bool
-	state  queryState
-}
-
-func (q *queryAnswers) get(uid types.UID, query string, now time.Time) (queryAnswer, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	a, ok := q.m[uid]
-	return a, ok && a.query == query && !now.Before(a.at) && now.Sub(a.at) < queryReuse
-}
-
-func (q *queryAnswers) put(uid types.UID, a queryAnswer) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.m == nil {
-		q.m = map[types.UID]queryAnswer{}
-	}
-	for k, old := range q.m { // forget workloads not asked about lately, deleted ones too
-		if a.at.Sub(old.at) > 10*queryEvery {
-			delete(q.m, k)
-		}
-	}
-	q.m[uid] = a
-}
-
 func (s *run) after(d time.Duration) time.Duration {
 	if d <= 0 || d > s.r.SyncPeriod {
 		d = s.r.SyncPeriod
@@ -418,30 +233,48 @@ func (s *run) after(d time.Duration) time.Duration {
 	return d
 }
 
+// route takes decide's Route step. The Router may patch status (see
+// status.go), updating s.mw in place; a routing error never holds up the
+// pause.
 func (s *run) route(ctx context.Context) {
-	if s.routed {
-		return
-	}
 	s.routed = true
+	rv := s.mw.ResourceVersion
 	after, err := s.r.Router.Route(ctx, s.mw, s.t.template)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Routing to the doorman; pausing anyway")
 	}
-	s.keepSoonest(after)
+	s.routerWrote(rv, after)
 }
 
-func (s *run) routeIfPaused(ctx context.Context) {
-	if p := s.mw.Status.Phase; p == napwakev1alpha1.PhasePausing || p == napwakev1alpha1.PhasePaused {
-		s.route(ctx)
-	}
-}
-
+// unroute takes decide's Unroute step; an error never holds up the wake.
 func (s *run) unroute(ctx context.Context) {
+	s.unrouted = true
+	rv := s.mw.ResourceVersion
 	after, err := s.r.Router.Unroute(ctx, s.mw)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Taking routes away; waking anyway")
 	}
-	s.keepSoonest(after)
+	s.routerWrote(rv, after)
+}
+
+// routerWrote notes a Router call that began at resourceVersion rv and
+// asked to be called again after requeueAfter.
+func (s *run) routerWrote(rv string, requeueAfter time.Duration) {
+	if s.mw.ResourceVersion != rv {
+		s.replaced(rv)
+	}
+	s.keepSoonest(requeueAfter)
+}
+
+// replaced notes that a write replaced resourceVersion rv.
+func (s *run) replaced(rv string) { s.superseded = append(s.superseded, rv) }
+
+// remember keeps the resourceVersions this reconcile replaced, so the next
+// one knows a cache still at any of them is stale.
+func (s *run) remember() {
+	if len(s.superseded) > 0 {
+		s.r.superseded.set(client.ObjectKeyFromObject(s.mw), s.superseded)
+	}
 }
 
 func (s *run) keepSoonest(d time.Duration) {
@@ -465,167 +298,4 @@ func (s *run) record(step decide.Step) {
 	if step.Event.Reason != "" {
 		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", step.Event.Message)
 	}
-}
-
-// patchStatus persists st, TargetAvailable=True, ActivitySignals and
-// observedGeneration, when any differs. The patch is a merge patch of
-// only those fields, guarded by resourceVersion: status.doorman, which the
-// router writes, is never touched, and a concurrent write makes it fail
-// with a conflict rather than be overwritten.
-func (s *run) patchStatus(ctx context.Context, st decide.State, sig signals) error {
-	mw := s.mw
-	base := mw.DeepCopy()
-	now := metav1.NewTime(s.r.Clock.Now())
-	applyState(&mw.Status, st)
-	mw.Status.ObservedGeneration = mw.Generation
-	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, metav1.ConditionTrue,
-		napwakev1alpha1.ReasonTargetFound, fmt.Sprintf("%s %s exists", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name))
-	status, reason, msg := sig.condition()
-	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, status, reason, msg)
-	if equalStatus(base, mw) {
-		return nil
-	}
-	if err := s.r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		*mw = *base
-		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
-	}
-	s.r.superseded.set(client.ObjectKeyFromObject(mw), base.ResourceVersion)
-	return nil
-}
-
-func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
-	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
-		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
-}
-
-func conditionsEqual(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
-}
-
-func setCondition(conds *[]metav1.Condition, gen int64, now metav1.Time, typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: now})
-}
-
-// stateOf reads the cycle's state from status.
-func stateOf(mw *napwakev1alpha1.ManagedWorkload) decide.State {
-	st := mw.Status
-	out := decide.State{Phase: st.Phase, Pause: st.Pause, LastActivitySource: st.LastActivitySource}
-	if st.LastActivity != nil {
-		out.LastActivity = st.LastActivity.UTC()
-	}
-	if st.PauseAt != nil {
-		out.PauseAt = st.PauseAt.UTC()
-	}
-	if st.ResumedAt != nil {
-		out.ResumedAt = st.ResumedAt.UTC()
-	}
-	return out
-}
-
-func applyState(st *napwakev1alpha1.ManagedWorkloadStatus, s decide.State) {
-	st.Phase, st.LastActivitySource = s.Phase, s.LastActivitySource
-	if s.Pause != nil {
-		p := *s.Pause
-		st.Pause = &p
-	} else {
-		st.Pause = nil
-	}
-	st.LastActivity, st.PauseAt, st.ResumedAt = timePtr(s.LastActivity), timePtr(s.PauseAt), timePtr(s.ResumedAt)
-}
-
-func timePtr(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	mt := metav1.NewTime(t)
-	return &mt
-}
-
-// targetMissing sets TargetAvailable=False TargetNotFound and takes routes
-// away: no Service should lead to the doorman for a workload that is gone.
-// When the target comes back its watch brings the ManagedWorkload here
-// again; a paused one found scaled up wakes as "scaled", one still at zero
-// stays paused.
-func (r *ManagedWorkloadReconciler) targetMissing(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (reconcile.Result, error) {
-	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c != nil && c.Status == metav1.ConditionFalse {
-		return reconcile.Result{}, nil
-	}
-	if _, err := r.Router.Unroute(ctx, mw); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Taking routes away from a workload that is gone")
-	}
-	base := mw.DeepCopy()
-	msg := fmt.Sprintf("%s %s does not exist", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)
-	setCondition(&mw.Status.Conditions, mw.Generation, metav1.NewTime(r.Clock.Now()), napwakev1alpha1.ConditionTargetAvailable,
-		metav1.ConditionFalse, napwakev1alpha1.ReasonTargetNotFound, msg)
-	mw.Status.ObservedGeneration = mw.Generation
-	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return requeueOnConflict(fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err))
-	}
-	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotFound, napwakev1alpha1.EventTargetNotFound, "%s", msg)
-	return reconcile.Result{}, nil
-}
-
-// finalize restores a paused target's replicas, lets the router clean up,
-// then lets the ManagedWorkload go.
-func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
-		return reconcile.Result{}, nil
-	}
-	t, found, err := getTarget(ctx, r.Client, mw.Namespace, mw.Spec.TargetRef)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if found {
-		n, err := liveReplicas(ctx, r.Client, &t)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		t.replicas = n
-		if want, needed := decide.Restore(stateOf(mw), t.observed()); needed {
-			if _, err := scaleTo(ctx, r.Client, &t, want); err != nil {
-				return requeueOnConflict(err)
-			}
-			r.Recorder.Eventf(mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventWaking, napwakev1alpha1.EventWaking,
-				"Waking, the ManagedWorkload is being deleted: restoring %d replicas", want)
-			r.Metrics.RecordWake(metrics.WokenByDeletion, metrics.PauseOf(mw), want, 0)
-		}
-	}
-	done, after, err := r.Router.Finalize(ctx, mw)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Finalizing routes")
-	}
-	if !done {
-		if after <= 0 {
-			after = 5 * time.Second
-		}
-		return reconcile.Result{RequeueAfter: after}, nil
-	}
-	patch := client.MergeFromWithOptions(mw.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(mw, napwakev1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, mw, patch); err != nil {
-		return requeueOnConflict(client.IgnoreNotFound(err))
-	}
-	return reconcile.Result{}, nil
-}
-
-// conflictRetry: a conflict means a newer object exists; the cache has it
-// within milliseconds.
-const conflictRetry = 100 * time.Millisecond
-
-// requeueOnConflict turns a 409 into a quiet requeue: the next reconcile
-// reads the newer object and decides again. Other errors are returned.
-func requeueOnConflict(err error) (reconcile.Result, error) {
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return reconcile.Result{}, err
 }

@@ -52,15 +52,14 @@ var _ reconcile.Reconciler = (*OptInReconciler)(nil)
 
 // SetupWithManager watches workloads of r.Kind, Namespaces (their label and
 // annotations apply to every workload in them) and owned ManagedWorkloads.
+// It lists ManagedWorkloads by the IndexTargetRef index, which the manager
+// adds first (IndexManagedWorkloads).
 func (r *OptInReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Recorder == nil {
 		return errors.New("OptInReconciler needs Client and Recorder")
 	}
 	obj, err := newTargetObject(r.Kind)
 	if err != nil {
-		return err
-	}
-	if err := IndexManagedWorkloads(context.Background(), mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -16,19 +16,12 @@ import (
 )
 
 // fakePrometheus serves the instant-query API on a real socket, answering
-// every query with the value held in v ("" answers a query error), and
-// counting the queries in asked.
+// every query with the value held in v ("" answers a query error).
 func fakePrometheus(t *testing.T) (*httptest.Server, *atomic.Value) {
-	srv, v, _ := countingPrometheus(t)
-	return srv, v
-}
-
-func countingPrometheus(t *testing.T) (*httptest.Server, *atomic.Value, *atomic.Int32) {
+	t.Helper()
 	var v atomic.Value
-	var asked atomic.Int32
 	v.Store("0")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
 		if r.URL.Path != "/api/v1/query" || r.URL.Query().Get("query") == "" {
 			http.NotFound(w, r)
 			return
@@ -42,7 +35,7 @@ func countingPrometheus(t *testing.T) (*httptest.Server, *atomic.Value, *atomic.
 		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1764489600,"` + val + `"]}]}}`))
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &v, &asked
+	return srv, &v
 }
 
 func (f *fixture) setQuery(q string) {
@@ -114,31 +107,5 @@ func TestAPrometheusQueryThatCannotRunIsReported(t *testing.T) {
 	g.reconcile()
 	if c := g.activitySignals(); c == nil || !strings.Contains(c.Message, "not evaluated: the operator has no --prometheus-url") {
 		t.Fatalf("ActivitySignals %+v, want it to say the query is not evaluated", c)
-	}
-}
-
-// The reconciles of one pause or wake ask Prometheus once: an answer
-// stands for 10 s for its workload and its query.
-func TestAQueryAnswerStandsForTenSeconds(t *testing.T) {
-	srv, value, asked := countingPrometheus(t)
-	f := newFixture(t, 2)
-	f.r.Queries = &promquery.Client{URL: srv.URL}
-	f.setQuery(`sum(queue_length)`)
-	value.Store("1")
-	f.reconcile()
-	f.clock.Step(9 * time.Second)
-	f.reconcile()
-	if n := asked.Load(); n != 1 {
-		t.Fatalf("%d queries in two reconciles 9 s apart, want 1", n)
-	}
-	f.clock.Step(time.Second)
-	f.reconcile()
-	if n := asked.Load(); n != 2 {
-		t.Fatalf("%d queries once 10 s passed, want 2", n)
-	}
-	f.setQuery(`sum(other_queue_length)`) // a new query is asked at once
-	f.reconcile()
-	if n := asked.Load(); n != 3 {
-		t.Fatalf("%d queries after the query changed, want 3", n)
 	}
 }

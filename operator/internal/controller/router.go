@@ -11,16 +11,21 @@ import (
 )
 
 // Router puts a pausing workload's Services in front of the doorman and takes them away again.
+//
+// Status: the Router owns status.doorman and the WakeOnRequest condition, and writes nothing else. It writes them
+// with a Status().Patch guarded by resourceVersion and updates mw in place, ResourceVersion included, so the
+// reconciler's next status patch in the same reconcile is made from what the Router wrote (see status.go).
 type Router interface {
-	// Route is called while Pausing, after status.pause is persisted and BEFORE the target is scaled to 0
-	// (and again on later reconciles while Pausing/Paused, to keep routes current). It works routes out afresh,
-	// may persist status.doorman and the WakeOnRequest condition itself (Status().Patch, updating mw in place,
-	// ResourceVersion included), and writes EndpointSlices. An error never holds up the pause: log it, go on
-	// scaling, and requeue after the returned delay.
+	// Route is decide's Route step, at most once a reconcile: while Pausing, after status.pause is persisted and
+	// BEFORE the target is scaled to 0, and on later reconciles while Pausing or Paused, to keep routes current.
+	// It works routes out afresh, may persist status.doorman and the WakeOnRequest condition, and writes
+	// EndpointSlices. An error never holds up the pause: the reconciler logs it, goes on scaling, and requeues
+	// after the returned delay.
 	Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec) (requeueAfter time.Duration, err error)
-	// Unroute is called once a woken workload has a Ready pod (phase -> Running), and when routing must go
-	// (target deleted, label removed). It deletes the slices, moves ports into status.doorman.portHolds and sets
-	// WakeOnRequest=False NotPaused (with the carry-over). Never holds up the wake either.
+	// Unroute is decide's Unroute step, once a woken workload has a Ready pod and before Running is persisted;
+	// and it is called when routing must go (target deleted). It deletes the slices, moves ports into
+	// status.doorman.portHolds and sets WakeOnRequest=False NotPaused (with the carry-over). Never holds up the
+	// wake either.
 	Unroute(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (requeueAfter time.Duration, err error)
 	// Finalize is called while a ManagedWorkload is being deleted, after its target's replicas are restored;
 	// it returns done=false while port holds or slices remain.

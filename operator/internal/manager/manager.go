@@ -140,6 +140,10 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the router: %w", err)
 	}
 
+	// Every index, once, before the controllers that list by it.
+	if err := controller.IndexManagedWorkloads(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(opts.REST)
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)
@@ -152,7 +156,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Router:           router,
 		Metrics:          m,
 		Usage:            &controller.MetricsAPIUsage{Reader: mgr.GetAPIReader(), Discovery: dc, Clock: opts.Clock},
-		Queries:          queries(cfg.PrometheusURL),
+		Queries:          queries(cfg.PrometheusURL, opts.Clock),
 		DefaultIdleAfter: cfg.DefaultIdleAfter,
 		SyncPeriod:       cfg.SyncPeriod,
 	}
@@ -182,11 +186,11 @@ func Run(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// queries is the Prometheus activity-query client, or nil (a nil
-// interface, not a nil pointer) when --prometheus-url is empty.
-func queries(url string) controller.Queries {
+// queries is the Prometheus activity-query client behind its answer cache,
+// or nil (a nil interface, not a nil pointer) when --prometheus-url is empty.
+func queries(url string, clk clock.PassiveClock) controller.Queries {
 	if url == "" {
 		return nil
 	}
-	return &promquery.Client{URL: url}
+	return promquery.NewCache(&promquery.Client{URL: url}, clk)
 }

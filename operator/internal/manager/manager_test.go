@@ -28,6 +28,7 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/config"
 	"napwake.dev/operator/internal/metrics"
+	"napwake.dev/operator/internal/promquery"
 	"napwake.dev/shared/testenv"
 )
 
@@ -352,4 +353,15 @@ func findEvent(ns, name, reason, text string) error {
 		}
 	}
 	return fmt.Errorf("no %s event about %s saying %q among %d", reason, name, text, len(list.Items))
+}
+
+// Activity queries go through the answer cache; with no --prometheus-url
+// there is no client at all, not a nil pointer in an interface.
+func TestActivityQueriesAreAnsweredThroughTheCache(t *testing.T) {
+	if q := queries("", clocktesting.NewFakeClock(clockStart)); q != nil {
+		t.Fatalf("queries without a URL = %#v, want nil", q)
+	}
+	if q, ok := queries("http://prometheus.monitoring:9090", clocktesting.NewFakeClock(clockStart)).(*promquery.Cache); !ok || q == nil {
+		t.Fatalf("queries = %T, want a *promquery.Cache", q)
+	}
 }

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/metrics"
+)
+
+// finalizeRecheck is how soon a deletion looks again when the Router is not
+// done and names no time: its slices may take a moment to go.
+const finalizeRecheck = 5 * time.Second
+
+// targetMissing sets TargetAvailable=False TargetNotFound and takes routes
+// away: no Service should lead to the doorman for a workload that is gone.
+// When the target comes back its watch brings the ManagedWorkload here
+// again; a paused one found scaled up wakes as "scaled", one still at zero
+// stays paused. The Router writes first (Unroute), then this status patch
+// is made from what it wrote.
+func (r *ManagedWorkloadReconciler) targetMissing(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (reconcile.Result, error) {
+	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		return reconcile.Result{}, nil
+	}
+	if _, err := r.Router.Unroute(ctx, mw); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Taking routes away from a workload that is gone")
+	}
+	base := mw.DeepCopy()
+	msg := fmt.Sprintf("%s %s does not exist", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)
+	setCondition(&mw.Status.Conditions, mw.Generation, metav1.NewTime(r.Clock.Now()), napwakev1alpha1.ConditionTargetAvailable,
+		decide.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotFound, Message: msg})
+	mw.Status.ObservedGeneration = mw.Generation
+	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return requeueOnConflict(fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err))
+	}
+	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotFound, napwakev1alpha1.EventTargetNotFound, "%s", msg)
+	return reconcile.Result{}, nil
+}
+
+// finalize restores a paused target's replicas, lets the router clean up,
+// then lets the ManagedWorkload go.
+func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	t, found, err := getTarget(ctx, r.Client, mw.Namespace, mw.Spec.TargetRef)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if found {
+		n, err := liveReplicas(ctx, r.Client, &t)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		t.replicas = n
+		if want, needed := decide.Restore(stateOf(mw), t.observed()); needed {
+			if _, err := scaleTo(ctx, r.Client, &t, want); err != nil {
+				return requeueOnConflict(err)
+			}
+			r.Recorder.Eventf(mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventWaking, napwakev1alpha1.EventWaking,
+				"Waking, the ManagedWorkload is being deleted: restoring %d replicas", want)
+			r.Metrics.RecordWake(metrics.WokenByDeletion, metrics.PauseOf(mw), want, 0)
+		}
+	}
+	done, after, err := r.Router.Finalize(ctx, mw)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Finalizing routes")
+	}
+	if !done {
+		if after <= 0 {
+			after = finalizeRecheck
+		}
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+	patch := client.MergeFromWithOptions(mw.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(mw, napwakev1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, mw, patch); err != nil {
+		return requeueOnConflict(client.IgnoreNotFound(err))
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/decide"
+)
+
+// The status of a ManagedWorkload has three writers, each owning its fields:
+//
+//   - this reconciler: phase, pause, lastActivity(Source), pauseAt,
+//     resumedAt, observedGeneration, and the TargetAvailable and
+//     ActivitySignals conditions;
+//   - the Router: status.doorman and the WakeOnRequest condition;
+//   - the doorman: status.turnedAway.
+//
+// Every write is a merge patch guarded by the resourceVersion it was made
+// from, so a write made from an older object fails with a conflict (then
+// the reconcile is requeued and decides again) instead of overwriting.
+// Within one reconcile the reconciler and the Router write one after the
+// other, never at once: the Router is called as decide's Route and Unroute
+// steps, between the reconciler's own writes (and by targetMissing and
+// finalize before theirs), and it updates the same object in place,
+// resourceVersion included, so the reconciler's next patch is made from
+// what the Router wrote. A merge patch replaces a list
+// whole, so a patch that changes a condition carries the others as they are
+// at that resourceVersion, which changes none of them.
+
+// patchStatus persists st, TargetAvailable=True, ActivitySignals and
+// observedGeneration, when any differs, as a merge patch of only those
+// fields guarded by resourceVersion.
+func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signals) error {
+	mw := s.mw
+	base := mw.DeepCopy()
+	now := metav1.NewTime(s.r.Clock.Now())
+	applyState(&mw.Status, st)
+	mw.Status.ObservedGeneration = mw.Generation
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
+		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
+		Message: fmt.Sprintf("%s %s exists", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name),
+	})
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
+	if equalStatus(base, mw) {
+		return nil
+	}
+	if err := s.r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		*mw = *base
+		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
+	}
+	s.replaced(base.ResourceVersion)
+	return nil
+}
+
+func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
+	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
+		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func setCondition(conds *[]metav1.Condition, gen int64, now metav1.Time, typ string, c decide.Condition) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: c.Status, Reason: c.Reason, Message: c.Message, ObservedGeneration: gen, LastTransitionTime: now,
+	})
+}
+
+// stateOf reads the cycle's state from status.
+func stateOf(mw *napwakev1alpha1.ManagedWorkload) decide.State {
+	st := mw.Status
+	out := decide.State{Phase: st.Phase, Pause: st.Pause, LastActivitySource: st.LastActivitySource}
+	if st.LastActivity != nil {
+		out.LastActivity = st.LastActivity.UTC()
+	}
+	if st.PauseAt != nil {
+		out.PauseAt = st.PauseAt.UTC()
+	}
+	if st.ResumedAt != nil {
+		out.ResumedAt = st.ResumedAt.UTC()
+	}
+	return out
+}
+
+// applyState writes the cycle's state into status.
+func applyState(st *napwakev1alpha1.ManagedWorkloadStatus, s decide.State) {
+	st.Phase, st.LastActivitySource = s.Phase, s.LastActivitySource
+	if s.Pause != nil {
+		p := *s.Pause
+		st.Pause = &p
+	} else {
+		st.Pause = nil
+	}
+	st.LastActivity, st.PauseAt, st.ResumedAt = timePtr(s.LastActivity), timePtr(s.PauseAt), timePtr(s.ResumedAt)
+}
+
+func timePtr(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+// staleCacheRecheck: an informer usually catches up within milliseconds.
+const staleCacheRecheck = 50 * time.Millisecond
+
+// supersededVersions remembers, per ManagedWorkload, the resourceVersions
+// the writes of its last reconcile replaced, the Router's included: a
+// cached object at any of them is known to be stale.
+type supersededVersions struct{ m sync.Map } // types.NamespacedName → []string
+
+func (v *supersededVersions) set(key types.NamespacedName, rvs []string) { v.m.Store(key, rvs) }
+
+func (v *supersededVersions) is(key types.NamespacedName, rv string) bool {
+	old, ok := v.m.Load(key)
+	return ok && slices.Contains(old.([]string), rv)
+}
+
+// conflictRetry: a conflict means a newer object exists; the cache has it
+// within milliseconds.
+const conflictRetry = 100 * time.Millisecond
+
+// requeueOnConflict turns a 409 into a quiet requeue: the next reconcile
+// reads the newer object and decides again. Other errors are returned.
+func requeueOnConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return reconcile.Result{}, err
+}
