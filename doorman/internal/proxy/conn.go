@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/page"
@@ -203,7 +203,7 @@ func (c *conn) answer(res classify.Result, d Decision) {
 		out = page.Asleep(res.WantsJSON, head)
 	case WakingPage:
 		wp := page.Waking{Host: res.Host, Path: res.Path, Head: head}
-		if w := c.route.Workload; w.Phase == string(v1alpha1.PhaseResuming) && !w.ResumedAt.IsZero() {
+		if w := c.route.Workload; w.Phase == string(napwakev1alpha1.PhaseResuming) && !w.ResumedAt.IsZero() {
 			d := max(s.cfg.Clock.Since(w.ResumedAt), 0)
 			wp.Starting = &d
 		}

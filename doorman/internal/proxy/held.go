@@ -64,7 +64,7 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 		bp := readBufs.Get().(*[]byte)
 		defer readBufs.Put(bp)
 		k, e := unix.Read(int(fd), (*bp)[:want])
-		if e == unix.EAGAIN || e == unix.EINTR {
+		if errors.Is(e, unix.EAGAIN) || errors.Is(e, unix.EINTR) {
 			return false
 		}
 		switch {

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
 )
@@ -113,13 +113,14 @@ type Facts struct {
 // actions of their own, from the kinds classify gives them.
 func decide(f Facts) Decision {
 	live := !f.Removed
+	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
 	switch {
 	case f.Kind == classify.NeedMore:
-		if f.Ready && !(live && f.Phase == string(v1alpha1.PhasePausing)) {
+		if f.Ready && !pausing {
 			return Decision{Action: Pass}
 		}
 		return Decision{Action: Classify}
-	case !f.Kind.Answered() || f.Ready && live:
+	case !f.Kind.Answered() || (f.Ready && live):
 		if f.Left {
 			return Decision{Action: Drop}
 		}
@@ -169,13 +170,13 @@ type Terms struct {
 func termsFor(own Workload, sharers []Workload) Terms {
 	t := Terms{Page: true}
 	add := func(w Workload) {
-		t.Ask = t.Ask || (w.Ask && w.Phase != string(v1alpha1.PhaseResuming))
+		t.Ask = t.Ask || (w.Ask && w.Phase != string(napwakev1alpha1.PhaseResuming))
 		t.Page = t.Page && w.Page
 		t.MaxWait = max(t.MaxWait, w.maxWait())
 	}
 	add(own)
 	for _, w := range sharers {
-		if w.Phase != string(v1alpha1.PhaseRunning) {
+		if w.Phase != string(napwakev1alpha1.PhaseRunning) {
 			add(w)
 		}
 	}
@@ -218,7 +219,7 @@ const pauseWokenFor = 5 * time.Minute
 // within retry nor already woken this pause of it. last is this doorman's
 // last wake of w, if known.
 func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Duration) bool {
-	if w.Phase != string(v1alpha1.PhasePaused) && w.Phase != string(v1alpha1.PhasePausing) {
+	if w.Phase != string(napwakev1alpha1.PhasePaused) && w.Phase != string(napwakev1alpha1.PhasePausing) {
 		return false
 	}
 	if !known {

@@ -120,11 +120,11 @@ func (t *Table) SetEndpoints(k ServiceKey, eps []netip.AddrPort) {
 
 // entry returns k's entry, made if new; t.mu is held.
 func (t *Table) entry(k ServiceKey) *tableEntry {
-	e := t.keys[k]
-	if e == nil {
-		e = &tableEntry{}
-		t.keys[k] = e
+	if e, ok := t.keys[k]; ok {
+		return e
 	}
+	e := &tableEntry{}
+	t.keys[k] = e
 	return e
 }
 
