@@ -33,8 +33,9 @@ import (
 //     goroutine ends without touching it again.
 //  3. While a dial is in flight the dialler (dialPool) owns the held bytes:
 //     it writes them to the pod (dialAndReplay) while the holding goroutine
-//     waits on dialled and touches nothing. After the replay they are
-//     dropped and given back to the budget.
+//     waits on dialled and touches nothing. Once the dialler is done, the
+//     holding goroutine owns them again, and after a replay drops them and
+//     gives the budget back.
 //  4. Passed on, the holding (or first) goroutine copies caller to pod and
 //     one goroutine of pipe copies pod to caller.
 //
