@@ -207,7 +207,7 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	w := testWorkload()
 	w.MaxWait = time.Minute
 	h := newHarness(t, cfg, w)
-	if ok, _ := h.srv.wakes.allow(netip.MustParseAddr("127.0.0.1")); !ok {
+	if ok, _ := h.srv.waker.allow(netip.MustParseAddr("127.0.0.1")); !ok {
 		t.Fatal("setup: the only wake of the hour was refused")
 	}
 	c := h.dial()
@@ -215,9 +215,9 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	wait(t, "the refused wake", func() bool { return h.rejections(CapWakePerSource) == 1 })
 	// The wake retry is the only timer on the injected clock.
 	wait(t, "the retry timer", func() bool { return fc.Waiters() == 1 })
-	h.srv.wakes.mu.Lock()
-	h.srv.wakes.sources[netip.MustParseAddr("127.0.0.1")] = rate.NewLimiter(rate.Every(time.Hour), 1)
-	h.srv.wakes.mu.Unlock()
+	h.srv.waker.mu.Lock()
+	h.srv.waker.limiter.sources[netip.MustParseAddr("127.0.0.1")] = rate.NewLimiter(rate.Every(time.Hour), 1)
+	h.srv.waker.mu.Unlock()
 	if n, _, _ := h.rec.counts(); n != 0 {
 		t.Fatal("woke before the retry")
 	}
@@ -246,7 +246,7 @@ func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
 	wake := func(w Workload) {
 		r := h.route
 		r.Workload = w
-		h.srv.wakeLoop(context.Background(), r, src, fc.Now().Add(time.Minute))
+		h.srv.waker.wake(context.Background(), r, src, fc.Now().Add(time.Minute))
 	}
 	wake(w)
 	fc.Step(3 * time.Second) // past the 2 s retry: another caller, the phase not yet Resuming here

@@ -2,12 +2,18 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"napwake.dev/shared/addr"
 )
 
 // Dialer returns the doorman's plain TCP dial, what New uses when
@@ -65,4 +71,92 @@ func control(rc syscall.RawConn, fn func(fd int) error) error {
 		return err
 	}
 	return ferr
+}
+
+// dialPool is the diallers a connection hands its dial and replay to
+// (dialAndReplay). At most Config.Dialling dial at once. Diallers live on
+// between connections: when a pod turns Ready with hundreds of callers
+// held, a few goroutines whose stacks have already grown to what dialling
+// needs do every dial, instead of each held caller's small waiting stack
+// growing (and the process faulting in fresh stack memory) on the way to
+// its first byte.
+type dialPool struct {
+	rules addr.Rules
+	dial  func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error)
+
+	places   chan struct{} // a place for each dialler
+	jobs     chan *conn    // taken by idle diallers
+	stopped  chan struct{} // closed by stop: diallers end
+	stopOnce sync.Once
+}
+
+func newDialPool(cfg *Config) *dialPool {
+	return &dialPool{rules: cfg.Rules, dial: cfg.Dial,
+		places: make(chan struct{}, cfg.Dialling), jobs: make(chan *conn), stopped: make(chan struct{})}
+}
+
+// diallerIdle is how long a dialler with nothing to do waits for more.
+const diallerIdle = 10 * time.Second
+
+// run hands c to an idle dialler, or starts one while a place is free. The
+// dialler runs c.dialAndReplay, then sends on c.dialled.
+func (p *dialPool) run(ctx context.Context, c *conn) error {
+	select {
+	case p.jobs <- c:
+		return nil
+	default:
+	}
+	select {
+	case p.jobs <- c:
+	case p.places <- struct{}{}:
+		go p.dialler(c)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// dialler runs jobs until it has been idle for diallerIdle or the pool
+// has stopped.
+func (p *dialPool) dialler(c *conn) {
+	defer func() { <-p.places }()
+	idle := time.NewTimer(diallerIdle)
+	defer idle.Stop()
+	for {
+		c.backend, c.dialErr = c.dialAndReplay()
+		c.dialled <- struct{}{}
+		idle.Reset(diallerIdle)
+		select {
+		case c = <-p.jobs:
+		case <-idle.C:
+			return
+		case <-p.stopped:
+			return
+		}
+	}
+}
+
+// stop ends the diallers once their jobs are done.
+func (p *dialPool) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
+
+// dialAny connects to one of eps, in random order, that the dial rules allow.
+func (p *dialPool) dialAny(ctx context.Context, eps []netip.AddrPort) (*net.TCPConn, error) {
+	var errs []error
+	for _, i := range rand.Perm(len(eps)) {
+		ep := eps[i]
+		if err := p.rules.CheckAddrPort(ep); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, err := p.dial(ctx, ep)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return c, nil
+	}
+	if len(errs) == 0 {
+		return nil, errors.New("no endpoint")
+	}
+	return nil, fmt.Errorf("dialling Ready endpoints: %w", errors.Join(errs...))
 }

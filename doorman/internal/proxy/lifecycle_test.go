@@ -16,9 +16,9 @@ import (
 )
 
 func (s *Server) bytesFree() int {
-	s.bytes.mu.Lock()
-	defer s.bytes.mu.Unlock()
-	return s.bytes.free
+	s.caps.mu.Lock()
+	defer s.caps.mu.Unlock()
+	return s.caps.bytesFree
 }
 
 func TestByteBudgetsApplyBackPressureAndLoseNothing(t *testing.T) {
@@ -173,7 +173,7 @@ func TestStopServesThenRefusesThenCloses(t *testing.T) {
 		t.Fatalf("open connection not closed after the finish period: %v", err)
 	}
 	// The diallers end with the server, not 10 s later.
-	wait(t, "the diallers to end", func() bool { return len(h.srv.dialling) == 0 })
+	wait(t, "the diallers to end", func() bool { return len(h.srv.dials.places) == 0 })
 	_ = context.Background()
 }
 

@@ -57,9 +57,80 @@ const (
 	CapWakeOverall           = "wake_overall"
 )
 
-// counter is a set of caps taken and given back together, in one place.
+// caps are every cap a connection takes and gives back, under one lock:
+// the held and passing places, and the bytes held callers share. Each
+// kind of freeing has its notifier, so a connection waiting for a place
+// or for bytes looks again when one is given back.
+type caps struct {
+	mu            sync.Mutex
+	held, passing counter
+	bytesFree     int
+	placeFreed    notifier
+	bytesFreed    notifier
+}
+
+func newCaps(l Limits) *caps {
+	return &caps{held: counter{per: map[string]int{}}, passing: counter{per: map[string]int{}}, bytesFree: l.TotalBytes}
+}
+
+// takeHeld takes a held place under every key, or none and names the cap
+// refusing it.
+func (c *caps) takeHeld(keys []capKey) (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held.take(keys)
+}
+
+func (c *caps) giveHeld(keys []capKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held.give(keys)
+}
+
+// takePassing takes a passing place under every key. When none is free it
+// returns a context done when one is given back.
+func (c *caps) takePassing(keys []capKey) (ok bool, freed context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok, _ := c.passing.take(keys); ok {
+		return true, nil
+	}
+	return false, c.placeFreed.next()
+}
+
+func (c *caps) givePassing(keys []capKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.passing.give(keys)
+	c.placeFreed.changed()
+}
+
+// takeBytes takes up to n bytes of the shared budget without waiting. When
+// none are free it returns a context done when some are given back.
+func (c *caps) takeBytes(n int) (got int, freed context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got = min(n, c.bytesFree)
+	c.bytesFree -= got
+	if got == 0 {
+		return 0, c.bytesFreed.next()
+	}
+	return got, nil
+}
+
+func (c *caps) giveBytes(n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bytesFree += n
+	c.bytesFreed.changed()
+}
+
+// counter is one kind of place (held or passing): how many are taken in
+// all and under each key. The caps' lock guards it.
 type counter struct {
-	mu    sync.Mutex
 	total int
 	per   map[string]int
 }
@@ -70,10 +141,8 @@ type capKey struct {
 	max  int
 }
 
-// take takes one place under every cap, or none and names the cap refused.
+// take takes one place under every key, or none and names the cap refused.
 func (c *counter) take(keys []capKey) (bool, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, k := range keys {
 		n := c.total
 		if k.key != "" {
@@ -94,8 +163,6 @@ func (c *counter) take(keys []capKey) (bool, string) {
 }
 
 func (c *counter) give(keys []capKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, k := range keys {
 		if k.key == "" {
 			c.total--
@@ -105,8 +172,8 @@ func (c *counter) give(keys []capKey) {
 	}
 }
 
-func (s *Server) heldKeys(src netip.Addr, w Workload) []capKey {
-	l := s.cfg.Limits
+// heldKeys are the held caps a connection from src to w takes.
+func (l Limits) heldKeys(src netip.Addr, w Workload) []capKey {
 	return []capKey{
 		{CapHeld, "", l.Held},
 		{CapHeldPerWorkload, "w|" + w.Key(), l.HeldPerWorkload},
@@ -115,15 +182,15 @@ func (s *Server) heldKeys(src netip.Addr, w Workload) []capKey {
 	}
 }
 
-func (s *Server) passingKeys(src netip.Addr) []capKey {
-	l := s.cfg.Limits
+// passingKeys are the passing caps a connection from src takes.
+func (l Limits) passingKeys(src netip.Addr) []capKey {
 	return []capKey{{CapPassing, "", l.Passing}, {CapPassingPerSource, "s|" + src.String(), l.PassingPerSource}}
 }
 
 // wakeLimiter applies the wake rate limits. A wake the overall limit
-// refuses does not use its source's allowance.
+// refuses does not use its source's allowance. Its owner's lock (the
+// waker's) guards it.
 type wakeLimiter struct {
-	mu      sync.Mutex
 	clock   clock.PassiveClock
 	l       Limits
 	overall *rate.Limiter
@@ -139,8 +206,6 @@ func newWakeLimiter(l Limits, c clock.PassiveClock) *wakeLimiter {
 
 // allow reports whether a wake from src may go now, or names the cap refusing it.
 func (w *wakeLimiter) allow(src netip.Addr) (bool, string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	now := w.clock.Now()
 	lim, ok := w.sources[src]
 	if !ok {
@@ -162,63 +227,4 @@ func (w *wakeLimiter) allow(src netip.Addr) (bool, string) {
 	}
 	lim.AllowN(now, 1)
 	return true, ""
-}
-
-// byteBudget is the 32 MiB all held callers' counted bytes share.
-type byteBudget struct {
-	mu    sync.Mutex
-	free  int
-	freed chan struct{} // closed and replaced when bytes are given back
-}
-
-func newByteBudget(n int) *byteBudget { return &byteBudget{free: n, freed: make(chan struct{})} }
-
-// take takes up to n bytes, waiting while none are free; it returns how
-// many it got, or 0 when ctx ends or stop closes first.
-func (b *byteBudget) take(ctx context.Context, stop <-chan struct{}, n int) int {
-	for {
-		b.mu.Lock()
-		if b.free > 0 {
-			got := min(n, b.free)
-			b.free -= got
-			b.mu.Unlock()
-			return got
-		}
-		ch := b.freed
-		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-stop:
-			return 0
-		case <-ctx.Done():
-			return 0
-		}
-	}
-}
-
-// tryTake takes up to n bytes without waiting; it returns how many.
-func (b *byteBudget) tryTake(n int) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	got := min(n, b.free)
-	b.free -= got
-	return got
-}
-
-// freedChan is closed the next time bytes are given back.
-func (b *byteBudget) freedChan() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.freed
-}
-
-func (b *byteBudget) give(n int) {
-	if n <= 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.free += n
-	close(b.freed)
-	b.freed = make(chan struct{})
 }

@@ -1,11 +1,3 @@
-// Package proxy is the doorman's data path: a listener per doorman port,
-// and for each connection the decision to pass it straight to a Ready pod,
-// answer it, or hold it, wake the workload and pass it on once a pod is
-// Ready, with the bytes already read replayed first, byte-exact.
-//
-// Kubernetes stays outside: the kube package feeds routes (SetRoutes) and
-// Ready endpoints (Table.SetEndpoints), and receives wakes and reports
-// through Hooks.
 package proxy
 
 import (
@@ -116,7 +108,10 @@ func (c *Config) defaults() {
 // DefaultSocketBuffer is Config.SocketBuffer's default.
 const DefaultSocketBuffer = 512 << 10
 
-// Server serves every doorman port.
+// Server serves every doorman port: it keeps the listeners and the
+// registry of live connections, and shuts them down. Each connection is a
+// conn (conn.go); what connections share is the caps, the dial pool and
+// the waker, which the Server only owns.
 type Server struct {
 	cfg     Config
 	table   *Table
@@ -124,10 +119,10 @@ type Server struct {
 	metrics *metrics.Metrics
 	log     logr.Logger
 
-	held    counter
-	passing counter
-	wakes   *wakeLimiter
-	bytes   *byteBudget
+	caps   *caps
+	dials  *dialPool
+	waker  *waker
+	routes routeSet
 
 	mu        sync.Mutex
 	ctx       context.Context
@@ -135,13 +130,6 @@ type Server struct {
 	closing   bool
 	conns     map[*net.TCPConn]int // live connections (callers and pods) by doorman port
 	wg        sync.WaitGroup
-	freedSubs map[uint64]func() // called once when a passing place frees
-	nextFreed uint64
-	lastWake  map[string]woken
-	dialling  chan struct{} // a place for each dialler
-	dialJobs  chan *dialJob // taken by idle diallers
-	stopped   chan struct{} // closed when Shutdown has finished: diallers end
-	stopOnce  sync.Once
 }
 
 type portListener struct {
@@ -155,17 +143,15 @@ type portListener struct {
 // New returns a server. Call Start, then SetRoutes.
 func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 	cfg.defaults()
-	return &Server{
+	s := &Server{
 		cfg: cfg, table: table, hooks: hooks, metrics: m,
-		held:      counter{per: map[string]int{}},
-		passing:   counter{per: map[string]int{}},
-		wakes:     newWakeLimiter(cfg.Limits, cfg.Clock),
-		bytes:     newByteBudget(cfg.Limits.TotalBytes),
+		caps:      newCaps(cfg.Limits),
+		dials:     newDialPool(&cfg),
 		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
-		freedSubs: map[uint64]func(){}, lastWake: map[string]woken{},
-		dialling: make(chan struct{}, cfg.Dialling), dialJobs: make(chan *dialJob),
-		stopped: make(chan struct{}),
 	}
+	s.waker = &waker{hooks: hooks, clock: cfg.Clock, retry: cfg.WakeRetry, metrics: m, routes: &s.routes,
+		limiter: newWakeLimiter(cfg.Limits, cfg.Clock), lastWake: map[string]woken{}, log: logr.Discard()}
+	return s
 }
 
 // Start sets the context every connection runs under; cancelling it closes
@@ -175,6 +161,9 @@ func (s *Server) Start(ctx context.Context) {
 	defer s.mu.Unlock()
 	s.ctx = ctx
 	s.log = logr.FromContextOrDiscard(ctx).WithName("proxy")
+	s.waker.log = s.log
+	// Cancelling ctx ends every wait at once: a closed socket ends its read.
+	context.AfterFunc(ctx, s.closeAll)
 	// Grow the descriptor table now, not in the middle of a wake (see
 	// package fdtable).
 	want := s.cfg.Limits.descriptors()
@@ -229,18 +218,14 @@ func (s *Server) SetRoutes(routes []Route) map[int]error {
 		s.wg.Add(1)
 		go s.accept(port, pl)
 	}
-	return failed
-}
-
-// Ports returns the ports listened on now, lingering ones included.
-func (s *Server) Ports() []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]int, 0, len(s.listeners))
-	for p := range s.listeners {
-		out = append(out, p)
+	live := map[ServiceKey][]Route{}
+	for _, pl := range s.listeners {
+		if !pl.removed {
+			live[pl.route.Key()] = append(live[pl.route.Key()], pl.route)
+		}
 	}
-	return out
+	s.routes.set(live)
+	return failed
 }
 
 func (s *Server) closePort(port int, pl *portListener) {
@@ -300,43 +285,18 @@ func (s *Server) accept(port int, pl *portListener) {
 	}
 }
 
-// onFreed calls fn once when a passing place frees, unless cancelled first.
-func (s *Server) onFreed(fn func()) (cancel func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextFreed++
-	id := s.nextFreed
-	s.freedSubs[id] = fn
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.freedSubs, id)
-	}
-}
-
-func (s *Server) notifyFreed() {
-	s.mu.Lock()
-	subs := s.freedSubs
-	s.freedSubs = map[uint64]func(){}
-	s.mu.Unlock()
-	for _, fn := range subs {
-		fn()
-	}
-}
-
-// serveConn runs handle, then any wait it hands back on a new goroutine.
-func (s *Server) serveConn(c *net.TCPConn, port int, pl *portListener) {
+// serveConn serves one connection: serve, then, for a connection to be
+// held, waitAndPass on a goroutine of its own (see conn).
+func (s *Server) serveConn(sock *net.TCPConn, port int, pl *portListener) {
 	r, removed := s.route(port, pl)
-	wait := s.handle(s.ctx, c, port, r, removed)
-	if wait == nil {
-		s.untrack(c)
-		s.wg.Done()
+	c := newConn(s, sock, port, r, removed)
+	if !c.serve() {
+		c.end()
 		return
 	}
 	go func() {
-		defer s.wg.Done()
-		defer s.untrack(c)
-		wait()
+		defer c.end()
+		c.waitAndPass()
 	}()
 }
 
@@ -357,6 +317,15 @@ func (s *Server) untrack(c *net.TCPConn) {
 	_ = c.Close()
 }
 
+// closeAll closes every live connection.
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+}
+
 // Shutdown stops accepting at once (the caller has already kept serving
 // for the 15 s the spec gives), then gives connections until ctx ends to
 // finish and closes what is left.
@@ -373,17 +342,13 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
-	defer s.stopOnce.Do(func() { close(s.stopped) })
+	defer s.dials.stop()
 	select {
 	case <-done:
 		return
 	case <-ctx.Done():
 	}
-	s.mu.Lock()
-	for c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
+	s.closeAll()
 	<-done
 }
 

@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,76 +46,111 @@ func (r Route) Key() ServiceKey {
 }
 
 // Table holds every routed Service port's Ready endpoints. The kube side
-// writes it; connection handlers read it and subscribe to its next change,
-// so a held connection moves the moment a pod is Ready, never by polling.
+// writes it; connections read it, and a held one waits on its key's next
+// change (watch), so it moves the moment a pod is Ready, never by polling.
 type Table struct {
-	mu        sync.Mutex
-	endpoints map[ServiceKey][]netip.AddrPort
-	subs      map[ServiceKey]map[uint64]func()
-	nextSub   uint64
+	mu   sync.Mutex
+	keys map[ServiceKey]*tableEntry
+}
+
+// tableEntry is one Service port: its Ready endpoints, the notifier of
+// their changes, and the held connections waiting for them.
+type tableEntry struct {
+	eps     []netip.AddrPort
+	changed notifier
+	waiting int
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{endpoints: map[ServiceKey][]netip.AddrPort{}, subs: map[ServiceKey]map[uint64]func(){}}
+	return &Table{keys: map[ServiceKey]*tableEntry{}}
 }
 
 // Endpoints returns the Ready endpoints of k.
 func (t *Table) Endpoints(k ServiceKey) []netip.AddrPort {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.endpoints[k]
+	if e := t.keys[k]; e != nil {
+		return e.eps
+	}
+	return nil
 }
 
-// Subscribe returns the Ready endpoints of k and calls fn once on their
-// next change, unless cancel is called first. A held connection waits
-// this way without a goroutine of its own.
-func (t *Table) Subscribe(k ServiceKey, fn func()) (eps []netip.AddrPort, cancel func()) {
+// watch returns the Ready endpoints of k and a context done at their next
+// change, taken together: a change after this look closes the context.
+func (t *Table) watch(k ServiceKey) ([]netip.AddrPort, context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.nextSub++
-	id := t.nextSub
-	m, ok := t.subs[k]
-	if !ok {
-		m = map[uint64]func(){}
-		t.subs[k] = m
-	}
-	m[id] = fn
-	return t.endpoints[k], func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if m, ok := t.subs[k]; ok {
-			delete(m, id)
-			if len(m) == 0 {
-				delete(t.subs, k)
-			}
-		}
-	}
+	e := t.entry(k)
+	return e.eps, e.changed.next()
 }
 
-// Waiting returns how many waits on k's next change are registered: the
-// held connections of k at their wait.
+// hold counts a held connection of k into its wait (+1) or out of it (-1).
+func (t *Table) hold(k ServiceKey, delta int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.entry(k)
+	e.waiting += delta
+	t.forget(k, e)
+}
+
+// Waiting returns how many held connections of k are at their wait.
 func (t *Table) Waiting(k ServiceKey) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.subs[k])
+	if e := t.keys[k]; e != nil {
+		return e.waiting
+	}
+	return 0
 }
 
-// SetEndpoints replaces the Ready endpoints of k and wakes its waiters.
+// SetEndpoints replaces the Ready endpoints of k and tells its waiters.
 // The caller has already applied the dial rules.
 func (t *Table) SetEndpoints(k ServiceKey, eps []netip.AddrPort) {
 	t.mu.Lock()
-	subs := t.subs[k]
-	delete(t.subs, k)
-	defer func() {
-		for _, fn := range subs {
-			fn()
-		}
-	}()
 	defer t.mu.Unlock()
+	e := t.entry(k)
+	e.eps = eps
 	if len(eps) == 0 {
-		delete(t.endpoints, k)
-	} else {
-		t.endpoints[k] = eps
+		e.eps = nil
 	}
+	e.changed.changed()
+	t.forget(k, e)
+}
+
+// entry returns k's entry, made if new; t.mu is held.
+func (t *Table) entry(k ServiceKey) *tableEntry {
+	if e, ok := t.keys[k]; ok {
+		return e
+	}
+	e := &tableEntry{}
+	t.keys[k] = e
+	return e
+}
+
+// forget drops k's entry once it has no endpoints and no one waits on it;
+// t.mu is held. A watch still holding its context is told to look again.
+func (t *Table) forget(k ServiceKey, e *tableEntry) {
+	if len(e.eps) == 0 && e.waiting <= 0 {
+		e.changed.changed()
+		delete(t.keys, k)
+	}
+}
+
+// routeSet is the live routes (not removed) by Service port, replaced
+// whole by SetRoutes: connections read it without a lock.
+type routeSet struct {
+	p atomic.Pointer[map[ServiceKey][]Route]
+}
+
+func (rs *routeSet) set(live map[ServiceKey][]Route) { rs.p.Store(&live) }
+
+// sharers returns the workloads of the other live routes for r's Service
+// port, on this doorman's other ports, as they are now.
+func (rs *routeSet) sharers(r Route) []Workload {
+	m := rs.p.Load()
+	if m == nil {
+		return nil
+	}
+	return sharersOf(r, (*m)[r.Key()])
 }

@@ -1,32 +1,56 @@
 package proxy
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 )
 
-func TestSubscribeFiresOnceOnTheNextChangeOfItsKey(t *testing.T) {
+func TestAWatchIsToldOnceOnTheNextChangeOfItsKey(t *testing.T) {
 	tb := NewTable()
 	k := ServiceKey{"ns", "api", "http"}
 	other := ServiceKey{"ns", "web", "http"}
-	fired, cancelledFired := 0, 0
-	eps, _ := tb.Subscribe(k, func() { fired++ })
+	eps, changed := tb.watch(k)
 	if len(eps) != 0 {
 		t.Fatalf("endpoints %v before any", eps)
 	}
-	_, cancel := tb.Subscribe(k, func() { cancelledFired++ })
-	cancel()
+	_, cancelled := tb.watch(k)
+	stopped := false
+	stop := context.AfterFunc(cancelled, func() { stopped = true })
+	if !stop() {
+		t.Fatal("a wait stopped before any change was already told")
+	}
 	tb.SetEndpoints(other, []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:80")})
-	if fired != 0 {
-		t.Fatal("a change of another key fired")
+	if changed.Err() != nil {
+		t.Fatal("a change of another key told the watch")
 	}
 	ap := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:80")}
 	tb.SetEndpoints(k, ap)
+	if changed.Err() == nil {
+		t.Fatal("a change of its key did not tell the watch")
+	}
+	if got, next := tb.watch(k); len(got) != 1 || got[0] != ap[0] || next.Err() != nil {
+		t.Fatalf("a watch after the change: endpoints %v, told %v; want the new endpoints, not told yet", got, next.Err())
+	}
 	tb.SetEndpoints(k, nil)
-	if fired != 1 || cancelledFired != 0 {
-		t.Fatalf("fired %d (want 1), cancelled fired %d (want 0)", fired, cancelledFired)
+	if stopped {
+		t.Fatal("a stopped wait was told")
 	}
 	if got := tb.Endpoints(k); len(got) != 0 {
 		t.Fatalf("endpoints %v after clearing", got)
+	}
+}
+
+func TestAKeyIsForgottenOnceNoEndpointsAndNoWaitersRemain(t *testing.T) {
+	tb := NewTable()
+	k := ServiceKey{"ns", "api", "http"}
+	tb.hold(k, 1)
+	tb.SetEndpoints(k, nil)
+	if got := tb.Waiting(k); got != 1 {
+		t.Fatalf("waiting %d, want the one held connection", got)
+	}
+	tb.hold(k, -1)
+	if got := tb.Waiting(k); got != 0 || len(tb.keys) != 0 {
+		t.Fatalf("waiting %d, %d keys kept; want none", got, len(tb.keys))
 	}
 }

@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The held bytes: what a held caller sent before it could be passed on,
+// read within the byte budgets (Limits: each connection's first FreeBytes
+// free, then up to ConnBytes of the TotalBytes all share) and replayed to
+// the pod, byte-exact. Whoever owns the connection owns them (see conn).
+
+// readChunk is how much one read of a held caller asks for.
+const readChunk = 4 << 10
+
+// errInterrupted: a wait was cut short to look again.
+var errInterrupted = errors.New("interrupted")
+
+// readBufs lends read buffers only for the moment bytes are copied out.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+// readUntil waits for the caller's next bytes (appended to buf) until
+// deadline, or until changed or placeFreed is done (either may be nil).
+// It returns nil after a read, errInterrupted, a timeout error at the
+// deadline, or why the caller is gone (also kept in readErr).
+//
+// It waits in the netpoller without a buffer: a held connection costs no
+// read buffer while its caller is quiet, only while reading. A notifier's
+// context cuts the read short through context.AfterFunc (interrupt),
+// which starts a goroutine only when the context is done.
+func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context) error {
+	if c.readErr != nil {
+		return c.readErr
+	}
+	want, bytesFreed := c.room()
+	if want == 0 {
+		// No room to read: the caller waits in the network.
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-doneOf(changed):
+		case <-doneOf(placeFreed):
+		case <-doneOf(bytesFreed):
+		case <-t.C:
+			return os.ErrDeadlineExceeded
+		case <-c.srv.ctx.Done():
+			return c.srv.ctx.Err()
+		}
+		return errInterrupted
+	}
+	// The deadline first, then the interrupts: one already due cuts this
+	// read short rather than being overwritten.
+	_ = c.sock.SetReadDeadline(deadline)
+	stopChanged, stopFreed := c.interruptOn(changed), c.interruptOn(placeFreed)
+	read := 0
+	var rerr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		bp := readBufs.Get().(*[]byte)
+		defer readBufs.Put(bp)
+		k, e := unix.Read(int(fd), (*bp)[:want])
+		if errors.Is(e, unix.EAGAIN) || errors.Is(e, unix.EINTR) {
+			return false
+		}
+		switch {
+		case e != nil:
+			rerr = e
+		case k == 0:
+			rerr = io.EOF
+		default:
+			c.buf = append(c.buf, (*bp)[:k]...)
+			read = k
+		}
+		return true
+	})
+	stopChanged()
+	stopFreed()
+	c.srv.caps.giveBytes(c.unused(want - read))
+	if err == nil {
+		err = rerr
+	}
+	switch {
+	case err == nil:
+		return nil
+	case isTimeout(err):
+		if time.Now().Before(deadline) {
+			return errInterrupted
+		}
+		return err
+	}
+	c.readErr = err
+	return err
+}
+
+// interruptOn interrupts the connection when ctx is done, until stopped.
+func (c *conn) interruptOn(ctx context.Context) (stop func() bool) {
+	if ctx == nil {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, c.interrupt)
+}
+
+// room returns how many bytes the next read may take: the free bytes
+// first, then the shared budget up to the per-connection cap. 0 means none
+// now, and bytesFreed, when not nil, is done once the shared budget has
+// bytes again.
+func (c *conn) room() (n int, bytesFreed context.Context) {
+	l := c.srv.cfg.Limits
+	have := len(c.buf)
+	if have < l.FreeBytes {
+		return min(readChunk, l.FreeBytes-have), nil
+	}
+	if have >= l.FreeBytes+l.ConnBytes {
+		return 0, nil
+	}
+	got, freed := c.srv.caps.takeBytes(min(readChunk, l.FreeBytes+l.ConnBytes-have))
+	c.counted += got
+	return got, freed
+}
+
+// unused gives back n counted bytes a read did not use; it returns how many.
+func (c *conn) unused(n int) int {
+	l := c.srv.cfg.Limits
+	over := max(len(c.buf)+n-l.FreeBytes, 0) // the part of n that was counted
+	back := min(n, over, c.counted)
+	c.counted -= back
+	return back
+}
+
+// releaseBytes drops the held bytes and gives the shared budget back.
+func (c *conn) releaseBytes() {
+	n := c.counted
+	c.counted = 0
+	c.buf = nil
+	c.srv.caps.giveBytes(n)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -1,0 +1,248 @@
+package proxy
+
+// The wake policy: what the doorman does with a connection, as pure
+// functions of what it knows. Nothing here reads a socket, the clock, the
+// Table or the Server: the connection (conn.go) gathers the facts, calls
+// these, and acts on the answer. policy_test.go is their table.
+
+import (
+	"fmt"
+	"time"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/classify"
+	"napwake.dev/doorman/internal/metrics"
+)
+
+// Action is what the doorman does next with a connection.
+type Action int
+
+const (
+	// Classify: read the caller's first bytes (classify.Classify), then
+	// decide again with what they say.
+	Classify Action = iota + 1
+	// Pass: a pod is Ready; pass the connection straight on, waking
+	// nothing. If no passing place is free or no pod answers, it is
+	// classified and held like any other.
+	Pass
+	// Hold: hold the connection until a pod is Ready, then pass it on with
+	// the bytes read so far; Decision.Wake says whether it wakes.
+	Hold
+	// Answer: send the doorman's own answer (Decision.Reply) and close.
+	Answer
+	// Drop: close with nothing sent, waking nothing: the caller left.
+	Drop
+)
+
+var actionNames = [...]string{"Action(0)", "Classify", "Pass", "Hold", "Answer", "Drop"}
+
+// String names the action.
+func (a Action) String() string {
+	if a >= 0 && int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "Action(?)"
+}
+
+// Reply is which of the doorman's own answers a connection gets (package
+// page renders them).
+type Reply int
+
+const (
+	// NoReply: closed with nothing sent (Ask mode, not HTTP).
+	NoReply Reply = iota
+	// ProbeReply: 503 and Connection: close, to a known probe or monitor.
+	ProbeReply
+	// HealthyReply: 200, to Google Cloud's load balancer health check.
+	HealthyReply
+	// NotFoundReply: 404, to a hidden file.
+	NotFoundReply
+	// AsleepReply: 503 with Retry-After: 300, the workload asks first.
+	AsleepReply
+	// WakingPage: the waking-up page, to a person's browser.
+	WakingPage
+)
+
+// Decision is the policy's answer for a connection at one stage.
+type Decision struct {
+	Action Action
+	// Reply is what an Answer sends.
+	Reply Reply
+	// Wake: the connection wakes its workload and the paused workloads
+	// sharing its Service (a Hold for as long as it is held, an Answer for
+	// one retry's worth).
+	Wake bool
+	// TurnedAway: the connection counts as a request turned away in the
+	// pause ("What it turns away").
+	TurnedAway bool
+}
+
+// Facts are what a decision is made from.
+type Facts struct {
+	// Kind is the caller's classification: classify.NeedMore before any
+	// byte was read, never NeedMore after.
+	Kind classify.Kind
+	// Left: the caller closed or reset before it was decided.
+	Left bool
+	// Ready: a pod of the Service is Ready now.
+	Ready bool
+	// Removed: the route went; its port lingers, waking nothing.
+	Removed bool
+	// Phase is the route's own workload's status.phase.
+	Phase string
+}
+
+// decide is the wake policy ("What wakes a workload, and what doesn't"):
+//
+//   - Before any byte is read, a connection with a Ready pod goes straight
+//     there, except while its workload pauses: then only a request calls
+//     the pause off, so a TCP check that connects and closes (such as the
+//     operator's listening check) or a known probe must be told apart
+//     first. Anything else is classified.
+//   - A caller that left is never passed on and wakes nothing; it still
+//     gets an answer it can read after a half-close.
+//   - A request (classify.Hold) is held, and wakes unless its route was
+//     removed.
+//   - Checkers get answers only while no pod is Ready: with one Ready (and
+//     the route live) they are held, waking nothing, and passed on.
+//   - Otherwise the doorman answers: the kind says what, whether it wakes
+//     (a browser's waking-up page) and whether it counts as turned away.
+//
+// Ask mode's own outcomes (an asleep page with a Wake it button, the
+// button's signed post, 403 and 429) are to be added here as replies and
+// actions of their own, from the kinds classify gives them.
+func decide(f Facts) Decision {
+	live := !f.Removed
+	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
+	switch {
+	case f.Kind == classify.NeedMore:
+		if f.Ready && !pausing {
+			return Decision{Action: Pass}
+		}
+		return Decision{Action: Classify}
+	case !f.Kind.Answered() || (f.Ready && live):
+		if f.Left {
+			return Decision{Action: Drop}
+		}
+		return Decision{Action: Hold, Wake: live && !f.Kind.Answered()}
+	default:
+		return Decision{Action: Answer, Reply: replyFor(f.Kind), Wake: live && f.Kind.Wakes(), TurnedAway: f.Kind.TurnedAway()}
+	}
+}
+
+// replyFor is the answer to an answered kind.
+func replyFor(k classify.Kind) Reply {
+	switch k {
+	case classify.Probe:
+		return ProbeReply
+	case classify.GoogleHC:
+		return HealthyReply
+	case classify.HiddenFile:
+		return NotFoundReply
+	case classify.Asleep:
+		return AsleepReply
+	case classify.Browser:
+		return WakingPage
+	default:
+		return NoReply
+	}
+}
+
+// Terms are the wake settings a connection is held under.
+type Terms struct {
+	// Ask: the connection is turned away instead of waking (wake.mode Ask,
+	// and not already waking).
+	Ask bool
+	// Page: a browser gets the waking-up page (wake.page).
+	Page bool
+	// MaxWait is how long the connection is held for a Ready pod.
+	MaxWait time.Duration
+}
+
+// termsFor returns the terms of a connection to own's route, given the
+// workloads sharing its Service (sharersOf): own's, and for a Service
+// shared by paused workloads the strictest of theirs, so that no workload
+// is woken in a way its own settings refuse. The connection asks if any
+// of them asks, gets the waking-up page only if every one of them shows
+// it, and waits the longest maxWait among them: a Ready pod of any of them
+// serves it. A sharer that is Running is not waiting to be woken and has
+// no say.
+func termsFor(own Workload, sharers []Workload) Terms {
+	t := Terms{Page: true}
+	add := func(w Workload) {
+		t.Ask = t.Ask || (w.Ask && w.Phase != string(napwakev1alpha1.PhaseResuming))
+		t.Page = t.Page && w.Page
+		t.MaxWait = max(t.MaxWait, w.maxWait())
+	}
+	add(own)
+	for _, w := range sharers {
+		if w.Phase != string(napwakev1alpha1.PhaseRunning) {
+			add(w)
+		}
+	}
+	return t
+}
+
+// maxWait is spec.wake.maxWait, 2 minutes when unset.
+func (w Workload) maxWait() time.Duration {
+	if w.MaxWait <= 0 {
+		return 2 * time.Minute
+	}
+	return w.MaxWait
+}
+
+// sharersOf returns the workloads of the live routes among live (one
+// Service port's) that share r's Service from another doorman port:
+// "Services shared with other workloads".
+func sharersOf(r Route, live []Route) []Workload {
+	var out []Workload
+	for _, o := range live {
+		if o.DoormanPort == r.DoormanPort || o.Key() != r.Key() || o.Workload.Key() == r.Workload.Key() {
+			continue
+		}
+		out = append(out, o.Workload)
+	}
+	return out
+}
+
+// woken is when this doorman last woke a workload, and the pause it woke.
+type woken struct{ at, pausedAt time.Time }
+
+// pauseWokenFor is how long a pause this doorman has woken stays woken in
+// its eyes. Once the patch is accepted the operator has the request; the
+// phase this doorman sees can lag behind for a few seconds, and another
+// caller in them must not patch again and add a second WokenByRequest.
+const pauseWokenFor = 5 * time.Minute
+
+// wouldWake reports whether a wake at now would wake w (or call its pause
+// off): it is Paused or Pausing, and this doorman has neither woken it
+// within retry nor already woken this pause of it. last is this doorman's
+// last wake of w, if known.
+func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Duration) bool {
+	if w.Phase != string(napwakev1alpha1.PhasePaused) && w.Phase != string(napwakev1alpha1.PhasePausing) {
+		return false
+	}
+	if !known {
+		return true
+	}
+	since := now.Sub(last.at)
+	if since < retry {
+		return false
+	}
+	return w.PausedAt.IsZero() || !w.PausedAt.Equal(last.pausedAt) || since >= pauseWokenFor
+}
+
+// notServed is the wakes result and the reason a held connection given
+// up on at maxWait counts as: dialErr is the last dial's failure, if the
+// woken pods could not be reached; ready says a pod was Ready at the end
+// (then every passing place was taken).
+func notServed(dialErr error, ready bool) (result, why string) {
+	switch {
+	case dialErr != nil:
+		return metrics.ResultFailed, fmt.Sprintf("the woken pods could not be reached: %v", dialErr)
+	case ready:
+		return metrics.ResultTimedOut, "every passing place was taken until maxWait"
+	default:
+		return metrics.ResultTimedOut, "no pod was Ready within maxWait"
+	}
+}
