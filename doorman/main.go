@@ -37,11 +37,11 @@ import (
 	"github.com/go-logr/logr"
 
 	v1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/config"
 	"napwake.dev/doorman/internal/kube"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
-	"napwake.dev/shared/addr"
 	"napwake.dev/shared/logging"
 	"napwake.dev/shared/signals"
 	"napwake.dev/shared/version"

@@ -67,5 +67,6 @@ func newRouter(deps manager.RouterDeps) (controller.Router, error) {
 		DoormanService:    deps.Config.DoormanService,
 		PortsPerWorkload:  deps.Config.PortsPerWorkload,
 		PortsPerNamespace: deps.Config.PortsPerNamespace,
+		Metrics:           deps.Metrics,
 	}, deps.Clock, deps.Manager.GetEventRecorder("napwake-routing"))
 }

@@ -12,7 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-	"napwake.dev/shared/addr"
+	"napwake.dev/doorman/internal/addr"
 )
 
 // FilterEndpoints returns the addresses the doorman may dial for one

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-	"napwake.dev/shared/addr"
+	"napwake.dev/doorman/internal/addr"
 )
 
 const ns = "preview-42"

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/proxy"
-	"napwake.dev/shared/addr"
 )
 
 // RouteSink is where the watcher sends the routes; *proxy.Server is one.

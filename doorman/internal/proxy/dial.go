@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"napwake.dev/shared/addr"
+	"napwake.dev/doorman/internal/addr"
 )
 
 // Dialer returns the doorman's plain TCP dial, what New uses when

@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/metrics"
-	"napwake.dev/shared/addr"
 )
 
 // wait polls cond every 5 ms until it holds or 5 s pass.

@@ -13,9 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
-	"napwake.dev/shared/addr"
 )
 
 // Hooks are what the doorman does in Kubernetes on behalf of a connection.

@@ -39,6 +39,8 @@ type RouterDeps struct {
 	Manager ctrl.Manager
 	Config  config.Config
 	Clock   clock.Clock
+	// Metrics are the operator's, registered: the Router records route moves.
+	Metrics *metrics.Metrics
 }
 
 // Options configure New.
@@ -132,7 +134,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	if newRouter == nil {
 		newRouter = func(RouterDeps) (controller.Router, error) { return controller.NoopRouter{}, nil }
 	}
-	router, err := newRouter(RouterDeps{Manager: mgr, Config: cfg, Clock: opts.Clock})
+	router, err := newRouter(RouterDeps{Manager: mgr, Config: cfg, Clock: opts.Clock, Metrics: m})
 	if err != nil {
 		return nil, fmt.Errorf("building the router: %w", err)
 	}

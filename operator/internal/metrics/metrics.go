@@ -28,6 +28,11 @@ type Metrics struct {
 	// PausedReplicaSeconds is the pod-time Napwake saved: each pause's
 	// saved replicas times its length so far, pauses under way included.
 	PausedReplicaSeconds *Saved
+	// RouteMoves counts routed EndpointSlices rewritten because the Ready
+	// doorman pods changed, by result (ok, error).
+	RouteMoves *prometheus.CounterVec
+	// RouteMoveSeconds is the time to rewrite every routed slice then.
+	RouteMoveSeconds prometheus.Histogram
 }
 
 // New makes the metrics, unregistered.
@@ -48,6 +53,16 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
 		}),
 		PausedReplicaSeconds: newSaved(),
+		RouteMoves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "napwake_operator_route_moves_total",
+			Help: "EndpointSlices whose endpoints were rewritten because the Ready doorman pods changed, by result.",
+		}, []string{"result"}),
+		RouteMoveSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "napwake_operator_route_move_seconds",
+			Help: "Time to rewrite every routed EndpointSlice after the Ready doorman pods changed.",
+			// 50 ms to about 25 s: a thousand Services move in about a second.
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 10),
+		}),
 	}
 }
 
@@ -57,7 +72,7 @@ func New() *Metrics {
 // by clk.
 func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader, clk clock.PassiveClock) error {
 	m.PausedReplicaSeconds.watch(reader, clk)
-	for _, c := range []prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, &phases{reader: reader}} {
+	for _, c := range []prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds, &phases{reader: reader}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

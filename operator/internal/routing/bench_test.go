@@ -151,6 +151,7 @@ func routeBenchNamespace(ctx context.Context, r *Router, ns string) error {
 }
 
 func bareUpdate(b *testing.B, ctx context.Context, c client.Client, list []discoveryv1.EndpointSlice, ip string, n int) {
+	b.Helper()
 	err := forEach(ctx, n, list, func(ctx context.Context, s discoveryv1.EndpointSlice) error {
 		s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}
 		return c.Update(ctx, &s)
@@ -163,6 +164,7 @@ func bareUpdate(b *testing.B, ctx context.Context, c client.Client, list []disco
 // measure lists the routed slices, starts watching them, runs trigger, and
 // returns how long until every one is seen pointing at exactly ips.
 func measure(b *testing.B, ctx context.Context, c client.WithWatch, ips []string, trigger func([]discoveryv1.EndpointSlice)) time.Duration {
+	b.Helper()
 	list, w := listWatch(b, ctx, c)
 	if len(list) != benchNamespaces*benchServices {
 		b.Fatalf("%d routed slices, want %d", len(list), benchNamespaces*benchServices)
@@ -174,6 +176,7 @@ func measure(b *testing.B, ctx context.Context, c client.WithWatch, ips []string
 }
 
 func listWatch(b *testing.B, ctx context.Context, c client.WithWatch) ([]discoveryv1.EndpointSlice, watch.Interface) {
+	b.Helper()
 	var list discoveryv1.EndpointSliceList
 	sel := client.MatchingLabels{napwakev1alpha1.LabelEndpointSliceManagedBy: napwakev1alpha1.EndpointSliceManager}
 	if err := c.List(ctx, &list, sel); err != nil {
@@ -187,12 +190,14 @@ func listWatch(b *testing.B, ctx context.Context, c client.WithWatch) ([]discove
 }
 
 func waitFor(b *testing.B, ctx context.Context, c client.WithWatch, ips []string) {
+	b.Helper()
 	measure(b, ctx, c, ips, func([]discoveryv1.EndpointSlice) {})
 }
 
 // waitOn reads the watch until every slice points at ips; a watch the API
 // server closes is opened again from a fresh list.
 func waitOn(b *testing.B, ctx context.Context, c client.WithWatch, w watch.Interface, ips []string, initial []discoveryv1.EndpointSlice) {
+	b.Helper()
 	ok := map[string]bool{}
 	see := func(s *discoveryv1.EndpointSlice) { ok[s.Namespace+"/"+s.Name] = slices.Equal(endpointIPs(s), ips) }
 	for i := range initial {
@@ -232,6 +237,7 @@ func waitOn(b *testing.B, ctx context.Context, c client.WithWatch, w watch.Inter
 // waitIdle waits until the controller's work queue has been empty, with no
 // reconcile running, for half a second, by its controller-runtime metrics.
 func waitIdle(b *testing.B, controller string) {
+	b.Helper()
 	busy := func() bool {
 		mfs, err := metrics.Registry.Gather()
 		if err != nil {

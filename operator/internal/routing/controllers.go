@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -22,31 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-
 	"napwake.dev/operator/internal/routing/epslice"
 )
-
-var (
-	routeMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "napwake_operator_route_moves_total",
-		Help: "EndpointSlices whose endpoints were rewritten because the Ready doorman pods changed, by result.",
-	}, []string{"result"})
-	routeMoveSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "napwake_operator_route_move_seconds",
-		Help:    "Time to rewrite every routed EndpointSlice after the Ready doorman pods changed.",
-		Buckets: prometheus.ExponentialBuckets(0.05, 2, 10),
-	})
-)
-
-func init() {
-	metrics.Registry.MustRegister(routeMoves, routeMoveSeconds)
-}
 
 // SetupWithManager adds the router's controllers: one re-routes a
 // namespace's paused workloads when a Service or an Ingress there changes
@@ -233,10 +214,10 @@ func (r *Router) MoveAll(ctx context.Context, doormen []epslice.Doorman) error {
 		if err != nil {
 			result = "error"
 		}
-		routeMoves.WithLabelValues(result).Inc()
+		r.opts.Metrics.RouteMoves.WithLabelValues(result).Inc()
 		return err
 	})
-	routeMoveSeconds.Observe(time.Since(start).Seconds())
+	r.opts.Metrics.RouteMoveSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return fmt.Errorf("moving routes to the Ready doorman pods: %w", err)
 	}

@@ -20,12 +20,9 @@ import (
 
 // managed starts a manager running the Router's controllers, its cache
 // limited to the test's namespace and the doorman's, and returns the Router.
-func (f *fixture) managed(namespaces ...string) *Router {
+func (f *fixture) managed() *Router {
 	f.t.Helper()
 	nss := map[string]cache.Config{f.ns: {}, doormanNS: {}}
-	for _, n := range namespaces {
-		nss[n] = cache.Config{}
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -48,8 +45,9 @@ func (f *fixture) managed(namespaces ...string) *Router {
 	return r
 }
 
-// deployment creates the workload's Deployment (no controller runs it).
-func (f *fixture) deployment(name string) *corev1.PodTemplateSpec {
+// deployment creates the workload's Deployment, api (no controller runs it).
+func (f *fixture) deployment() *corev1.PodTemplateSpec {
+	const name = "api"
 	f.t.Helper()
 	tmpl := template(true)
 	f.create(&appsv1.Deployment{
@@ -70,7 +68,7 @@ func TestDoormanPodsComeAndGo(t *testing.T) {
 	a, b, c := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-b", "10.1.0.2", true}, doormanPod{"doorman-c", "10.1.0.3", true}
 	f.setDoormen(a, b)
 	f.pods.serve(f.ctx, a.ip, b.ip, c.ip)
-	tmpl := f.deployment("api")
+	tmpl := f.deployment()
 	for _, s := range []string{"api", "api-grpc", "api-admin"} {
 		f.service(s)
 	}
@@ -115,7 +113,7 @@ func TestServiceDeletedWhilePaused(t *testing.T) {
 	f := newFixture(t)
 	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
 	f.pods.serve(f.ctx, "10.1.0.1")
-	tmpl := f.deployment("api")
+	tmpl := f.deployment()
 	f.service("api")
 	web := f.service("web")
 	mw := f.pausing("api")
@@ -146,7 +144,7 @@ func TestGKEIngressTakesAServiceOffAndBack(t *testing.T) {
 	f := newFixture(t)
 	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
 	f.pods.serve(f.ctx, "10.1.0.1")
-	tmpl := f.deployment("api")
+	tmpl := f.deployment()
 	f.service("api", withAnnotation(napwakev1alpha1.AnnotationGKENEG, `{"ingress": true}`))
 	mw := f.pausing("api")
 	r := f.managed()
@@ -181,7 +179,7 @@ func TestGKEIngressTakesAServiceOffAndBack(t *testing.T) {
 func TestADoormanThatAppearsAfterStartIsUsed(t *testing.T) {
 	f := newFixture(t)
 	f.pods.serve(f.ctx, "10.1.0.1")
-	tmpl := f.deployment("api")
+	tmpl := f.deployment()
 	f.service("api")
 	mw := f.pausing("api")
 	_, err := f.router().Route(f.ctx, mw, tmpl)

@@ -23,11 +23,23 @@
 // survive restarts and leader changes), and a workload's routes persisted in
 // its status before any slice leads callers to them.
 //
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=napwake.dev,resources=managedworkloads,verbs=get;list;watch
-// +kubebuilder:rbac:groups=napwake.dev,resources=managedworkloads/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
+// The shell's files, by what each touches:
+//
+//   - router.go: the contract (Options, Router, New) and the entry points
+//     Route, Unroute and Finalize, which order the steps below;
+//   - gather.go: reads of Services, their own slices, Ingresses and the Ready
+//     doorman pods, past the cache where a stale read would route wrongly;
+//   - allocate.go: the port allocator, seeding, holds and new ports;
+//   - status.go: status.doorman and WakeOnRequest writes, backoff, warnings;
+//   - listen.go: the check that every Ready doorman pod listens on a port;
+//   - slices.go: slice creates, updates and deletes, never of a slice
+//     epslice.OwnerOf calls Foreign;
+//   - controllers.go: its own controllers (re-route on Service and Ingress
+//     changes; move routes when the doorman pods change).
+//
+// It must not decide what plan, ports or epslice decide, keep state that is
+// not in a status (but the allocator's cache of them), or write anything but
+// EndpointSlices, status.doorman and the WakeOnRequest condition. Its RBAC is
+// the chart's (charts/napwake/templates/operator-rbac.yaml), proved by
+// SubjectAccessReview in e2e/chart; no marker here generates any.
 package routing

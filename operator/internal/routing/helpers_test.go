@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -154,7 +153,5 @@ func (f *fixture) eventReasons(o client.Object) []string {
 	}
 	return out
 }
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 func intstrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }

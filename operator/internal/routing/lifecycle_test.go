@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-
 	"napwake.dev/operator/internal/routing/plan"
 )
 
@@ -153,11 +152,9 @@ func TestServedByOtherPods(t *testing.T) {
 	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
 	f.pods.serve(f.ctx, "10.1.0.1")
 	f.service("api")
-	pod := func(name string, labels map[string]string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-		f.create(p)
-		return p
+	pod := func(name string, labels map[string]string) {
+		f.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
 	}
 	pod("api-own", map[string]string{"app": "api", "track": "stable", "pod-template-hash": "abc"})
 	pod("api-canary", map[string]string{"app": "api", "track": "canary"})

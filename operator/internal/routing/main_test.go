@@ -183,6 +183,7 @@ type standIns struct {
 }
 
 func newStandIns(t testing.TB) *standIns {
+	t.Helper()
 	s := &standIns{t: t, loopback: map[string]string{}, open: map[string]net.Listener{}, deaf: map[string]bool{}, dials: map[string]int{}, next: 50}
 	t.Cleanup(s.closeAll)
 	return s

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-
 	"napwake.dev/operator/internal/config"
 	"napwake.dev/operator/internal/controller"
 	"napwake.dev/operator/internal/manager"

@@ -29,11 +29,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/doorman/internal/tools/firstbyte"
-	"napwake.dev/shared/addr"
 )
 
 func main() {

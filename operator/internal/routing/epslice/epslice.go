@@ -69,6 +69,35 @@ func Ours(s *discoveryv1.EndpointSlice, workload string) bool {
 		s.Labels[napwakev1alpha1.LabelWorkload] == workload
 }
 
+// Owner says whose an existing slice of the doorman's name is, to the
+// workload about to write it.
+type Owner int
+
+const (
+	// Mine: the operator wrote it for this workload; update it as needed.
+	Mine Owner = iota
+	// Sharer: the operator wrote it for another workload in the namespace,
+	// which the same Service selects and which is paused too. It is left as
+	// it is: that workload's route serves the Service for both.
+	Sharer
+	// Foreign: someone else's (another manager, or no workload label). It
+	// is never overwritten.
+	Foreign
+)
+
+// OwnerOf judges an existing slice s of the doorman's name for workload,
+// and names the other workload when it is a Sharer.
+func OwnerOf(s *discoveryv1.EndpointSlice, workload string) (Owner, string) {
+	switch w := s.Labels[napwakev1alpha1.LabelWorkload]; {
+	case Ours(s, workload):
+		return Mine, ""
+	case w != "" && Ours(s, w):
+		return Sharer, w
+	default:
+		return Foreign, ""
+	}
+}
+
 // Service names the Service a set of slices is for; its UID, when known,
 // makes the Service the slices' owner, so they go with it.
 type Service struct {

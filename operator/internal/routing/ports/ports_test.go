@@ -102,7 +102,9 @@ func TestAllocator(t *testing.T) {
 
 	t.Run("release holds every port of the workload", func(t *testing.T) {
 		a := mustNew(t, full)
-		a.Assign(api, nil, 2, t0, time.Minute)
+		if _, _, err := a.Assign(api, nil, 2, t0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
 		h := a.Release(api, t0, time.Minute)
 		if len(h) != 2 || len(a.Owned(api)) != 0 || a.HeldUntil(h[0].Port, t0).IsZero() {
 			t.Fatalf("holds %v owned %v", h, a.Owned(api))
