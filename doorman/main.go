@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -34,9 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/go-logr/logr"
-
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/config"
 	"napwake.dev/doorman/internal/kube"
@@ -98,7 +97,7 @@ func runUntil(stop context.Context, args []string) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	if err := napwakev1alpha1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
 	cache, err := kube.NewCache(restCfg, scheme)

@@ -15,12 +15,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/page"
 	"napwake.dev/shared/testenv"
 	"napwake.dev/shared/testnet"
@@ -65,21 +65,21 @@ func TestTheDoormanRunsAndStopsInOrder(t *testing.T) {
 	t.Setenv("POD_IPS", "10.0.0.7")
 
 	scheme := runtime.NewScheme()
-	_ = v1alpha1.AddToScheme(scheme)
+	_ = napwakev1alpha1.AddToScheme(scheme)
 	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	port := 20000 + os.Getpid()%9000
-	mw := &v1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "default"},
-		Spec: v1alpha1.ManagedWorkloadSpec{TargetRef: v1alpha1.TargetRef{Kind: v1alpha1.KindDeployment, Name: "api"}}}
+	mw := &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "default"},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"}}}
 	if err := k8s.Create(ctx, mw); err != nil {
 		t.Fatal(err)
 	}
-	mw.Status = v1alpha1.ManagedWorkloadStatus{Phase: v1alpha1.PhasePaused,
-		Pause:   &v1alpha1.PauseStatus{StartedAt: metav1.Now(), Replicas: 1, Reason: v1alpha1.PauseIdle},
-		Doorman: &v1alpha1.DoormanStatus{Routes: []v1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: int32(port)}}}}
+	mw.Status = napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhasePaused,
+		Pause:   &napwakev1alpha1.PauseStatus{StartedAt: metav1.Now(), Replicas: 1, Reason: napwakev1alpha1.PauseIdle},
+		Doorman: &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: int32(port)}}}}
 	if err := k8s.Status().Update(ctx, mw); err != nil {
 		t.Fatal(err)
 	}

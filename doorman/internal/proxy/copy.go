@@ -315,7 +315,7 @@ func rawIO(trap uintptr, fd int, b []byte) (int, error) {
 // copyError names the connection and the system call a copy failed on, as
 // net's errors do.
 func copyError(c *net.TCPConn, op string, err error) error {
-	if _, ok := err.(*net.OpError); ok {
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) {
 		return err
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}

@@ -83,7 +83,7 @@ func TestStreamCopyIsByteExactUnderBackPressure(t *testing.T) {
 	for {
 		n, err := receiver.Read(buf)
 		got.Write(buf[:n])
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -205,7 +205,7 @@ func TestMessagesOfEverySizeAroundTheBufferPassExactly(t *testing.T) {
 		}
 	}
 	_ = caller.CloseWrite()
-	if n, err := caller.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+	if n, err := caller.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
 		t.Fatalf("after the caller's end: read %d bytes, %v; want the end passed back", n, err)
 	}
 }
@@ -249,6 +249,7 @@ func TestAResetThatCameWithTheMessageIsSeenOnTheRecheck(t *testing.T) {
 // It returns what reached the destination and the copy's error, failing
 // the test if the copy does not end within 10 s.
 func copyAfterEnd(t *testing.T, recheck time.Duration, end func(sender *net.TCPConn)) (string, error) {
+	t.Helper()
 	saved := recheckAfter
 	recheckAfter = recheck
 	defer func() { recheckAfter = saved }()

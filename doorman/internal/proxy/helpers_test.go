@@ -81,7 +81,7 @@ type backend struct {
 	echo  bool
 }
 
-func newBackend(t testing.TB) *backend { return newBackendOn(t, 0) }
+func newBackend(t testing.TB) *backend { t.Helper(); return newBackendOn(t, 0) }
 
 // newBackendOn starts a backend on a loopback port; 0 picks one.
 func newBackendOn(t testing.TB, port int) *backend {
@@ -92,7 +92,7 @@ func newBackendOn(t testing.TB, port int) *backend {
 	}
 	b := &backend{ln: ln}
 	t.Cleanup(func() { _ = ln.Close() })
-	go b.serve(t)
+	go b.serve()
 	return b
 }
 
@@ -103,7 +103,8 @@ func (b *backend) set(greet []byte, echo bool) {
 	b.greet, b.echo = greet, echo
 }
 
-func (b *backend) serve(t testing.TB) {
+// serve accepts and records connections until the listener closes.
+func (b *backend) serve() {
 	for {
 		c, err := b.ln.Accept()
 		if err != nil {
@@ -130,7 +131,7 @@ func (b *backend) serve(t testing.TB) {
 					_, _ = c.Write(p[:n])
 				}
 				if err != nil {
-					if err == io.EOF && echo {
+					if errors.Is(err, io.EOF) && echo {
 						_, _ = c.Write([]byte("bye"))
 						_ = c.(*net.TCPConn).CloseWrite()
 					}

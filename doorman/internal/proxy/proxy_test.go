@@ -430,6 +430,7 @@ func TestARequestToASharedServiceWakesEveryPausedWorkloadBehindIt(t *testing.T) 
 // their settings: nothing wakes a workload in a way its own refuse.
 func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) {
 	shared := func(t *testing.T, owner Workload, set func(*Workload)) *harness {
+		t.Helper()
 		h := newHarness(t, testConfig(), owner)
 		sharer := h.route
 		sharer.DoormanPort, sharer.Workload.Name = freePort(t), "api-canary"

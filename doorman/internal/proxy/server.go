@@ -254,7 +254,7 @@ func (s *Server) drainPort(port int, pl *portListener) {
 }
 
 // route returns the port's current route and whether it was removed.
-func (s *Server) route(port int, pl *portListener) (Route, bool) {
+func (s *Server) route(pl *portListener) (Route, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return pl.route, pl.removed
@@ -288,7 +288,7 @@ func (s *Server) accept(port int, pl *portListener) {
 // serveConn serves one connection: serve, then, for a connection to be
 // held, waitAndPass on a goroutine of its own (see conn).
 func (s *Server) serveConn(sock *net.TCPConn, port int, pl *portListener) {
-	r, removed := s.route(port, pl)
+	r, removed := s.route(pl)
 	c := newConn(s, sock, port, r, removed)
 	if !c.serve() {
 		c.end()

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,8 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -156,7 +155,7 @@ func TestEachWakeSignalRestoresTheSavedReplicas(t *testing.T) {
 			if mw.Status.Phase != napwakev1alpha1.PhaseRunning || f.router.unroutes != unroutes+1 {
 				t.Fatalf("phase %q unroutes %d, want Running after one Unroute", mw.Status.Phase, f.router.unroutes-unroutes)
 			}
-			if !mw.Status.PauseAt.Time.After(f.clock.Now()) {
+			if !mw.Status.PauseAt.After(f.clock.Now()) {
 				t.Errorf("pauseAt %v is not in the future after a wake", mw.Status.PauseAt)
 			}
 			f.wantEvent(napwakev1alpha1.EventRunning, "Ready")

@@ -48,6 +48,7 @@ func TestNext(t *testing.T) {
 			name: "a new workload is Running from now with pauseAt idleAfter away",
 			in:   Input{State: State{}, Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
 				eq(t, s.State.LastActivity, t0)
 				eq(t, s.State.LastActivitySource, napwakev1alpha1.SourceCreated)
@@ -58,6 +59,7 @@ func TestNext(t *testing.T) {
 			name: "a new workload already at zero is taken as pausing with 0 replicas saved",
 			in:   Input{State: State{}, Target: zero},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhasePausing)
 				eq(t, s.State.Pause.Replicas, int32(0))
 				eq(t, s.Paused, napwakev1alpha1.PauseIdle)
@@ -66,12 +68,13 @@ func TestNext(t *testing.T) {
 		{
 			name:  "a Running workload within idleAfter waits until pauseAt",
 			in:    Input{State: runningFor(-10 * time.Minute), Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, 20*time.Minute) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, 20*time.Minute) },
 		},
 		{
 			name: "a Running workload idle for idleAfter saves its replicas and starts pausing, scaling nothing yet",
 			in:   Input{State: runningFor(-30 * time.Minute), Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhasePausing)
 				eq(t, *s.State.Pause, *pause(0, 2, napwakev1alpha1.PauseIdle))
 				eq(t, s.State.PauseAt.IsZero(), true)
@@ -83,6 +86,7 @@ func TestNext(t *testing.T) {
 			name: "an activity annotation moves the idle clock and pauseAt",
 			in:   Input{State: runningFor(-20 * time.Minute), Annotations: map[string]string{napwakev1alpha1.AnnotationLastActivity: stamp(-time.Minute)}, Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
 				eq(t, s.State.LastActivity, at(-time.Minute))
 				eq(t, s.State.LastActivitySource, napwakev1alpha1.SourceAnnotation)
@@ -92,22 +96,23 @@ func TestNext(t *testing.T) {
 		{
 			name:  "an activity annotation already counted writes nothing",
 			in:    Input{State: runningFor(-20 * time.Minute), Annotations: map[string]string{napwakev1alpha1.AnnotationLastActivity: stamp(-25 * time.Minute)}, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name:  "an activity time far in the future is ignored",
 			in:    Input{State: runningFor(-20 * time.Minute), Annotations: map[string]string{napwakev1alpha1.AnnotationLastActivity: stamp(2 * time.Minute)}, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name:  "fractions of a second in an annotation are not new activity",
 			in:    Input{State: runningFor(-time.Minute), Annotations: map[string]string{napwakev1alpha1.AnnotationLastActivity: at(-time.Minute + 300*time.Millisecond).Format(time.RFC3339Nano)}, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name: "busy pods keep a workload from pausing",
 			in:   Input{State: runningFor(-40 * time.Minute), Busy: true, Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
 				eq(t, s.State.LastActivitySource, napwakev1alpha1.SourceUsage)
 			},
@@ -116,6 +121,7 @@ func TestNext(t *testing.T) {
 			name: "a Prometheus query above zero keeps a workload from pausing, named over busy pods",
 			in:   Input{State: runningFor(-40 * time.Minute), Busy: true, QueryActive: true, Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
 				eq(t, s.State.LastActivitySource, napwakev1alpha1.SourcePrometheus)
 				eq(t, s.State.LastActivity, at(0))
@@ -125,6 +131,7 @@ func TestNext(t *testing.T) {
 			name: "pause-requested pauses now even while busy",
 			in:   Input{State: runningFor(0), Busy: true, Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(0)}, Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhasePausing)
 				eq(t, s.State.Pause.Reason, napwakev1alpha1.PauseRequested)
 			},
@@ -137,18 +144,18 @@ func TestNext(t *testing.T) {
 				return s
 			}(),
 				Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(-2 * time.Minute)}, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name: "pause-requested no newer than the last wake is already handled",
 			in: Input{State: func() State { s := runningFor(-time.Minute); s.ResumedAt = at(-time.Minute); return s }(),
 				Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(-2 * time.Minute)}, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name:  "pause-requested older than the ManagedWorkload is left over and ignored",
 			in:    Input{State: runningFor(0), Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(-2 * time.Hour)}, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			// Annotation times count to the second: a request written in the
@@ -156,22 +163,23 @@ func TestNext(t *testing.T) {
 			name: "pause-requested in the second the ManagedWorkload was made pauses",
 			in: Input{State: runningFor(0), Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(-time.Hour)}, Target: up,
 				Created: created.Add(400 * time.Millisecond)},
-			check: func(t *testing.T, s Step) { wantPatch(t, s, napwakev1alpha1.PhasePausing) },
+			check: func(t *testing.T, s Step) { t.Helper(); wantPatch(t, s, napwakev1alpha1.PhasePausing) },
 		},
 		{
 			name:  "Pausing with replicas still up routes to the doorman first",
 			in:    Input{State: pausingState, Target: up},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Route) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Route) },
 		},
 		{
 			name:  "Pausing with replicas still up, once routed, scales to zero",
 			in:    Input{State: pausingState, Target: up, Routed: true},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
 		},
 		{
 			name: "Pausing and someone set other replicas: that count is saved before scaling",
 			in:   Input{State: pausingState, Target: Target{Found: true, Replicas: 5, StatusReplicas: 2}},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhasePausing)
 				eq(t, s.State.Pause.Replicas, int32(5))
 			},
@@ -179,22 +187,23 @@ func TestNext(t *testing.T) {
 		{
 			name:  "Pausing with pods still terminating keeps the routes current first",
 			in:    Input{State: pausingState, Target: Target{Found: true, PodsLeft: true}},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Route) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Route) },
 		},
 		{
 			name:  "Pausing with pods still terminating, once routed, waits",
 			in:    Input{State: pausingState, Target: Target{Found: true, PodsLeft: true}, Routed: true},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, PodsGoneRecheck) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, PodsGoneRecheck) },
 		},
 		{
 			name:  "Pausing while the controller still counts pods waits",
 			in:    Input{State: pausingState, Target: Target{Found: true, StatusReplicas: 1}, Routed: true},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name: "Pausing with no pod left is Paused, routed or not",
 			in:   Input{State: pausingState, Target: zero},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhasePaused)
 				eq(t, s.Event.Reason, napwakev1alpha1.EventPaused)
 			},
@@ -203,6 +212,7 @@ func TestNext(t *testing.T) {
 			name: "a request during Pausing calls the pause off",
 			in:   Input{State: pausingState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(0)}, Target: Target{Found: true, StatusReplicas: 2, ReadyReplicas: 1}},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseResuming)
 				eq(t, s.Event.Reason, napwakev1alpha1.EventPauseCalledOff)
 				eq(t, s.Woken, napwakev1alpha1.SourceRequest)
@@ -212,12 +222,13 @@ func TestNext(t *testing.T) {
 		{
 			name:  "busy pods during Pausing do not call it off: they are shutting down",
 			in:    Input{State: pausingState, Busy: true, Target: up, Routed: true},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale) },
 		},
 		{
 			name: "a Prometheus query above zero during Pausing calls the pause off: there is work for it",
 			in:   Input{State: pausingState, QueryActive: true, Target: up},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseResuming)
 				eq(t, s.Event.Reason, napwakev1alpha1.EventPauseCalledOff)
 				eq(t, s.Woken, napwakev1alpha1.SourcePrometheus)
@@ -227,6 +238,7 @@ func TestNext(t *testing.T) {
 			name: "a Prometheus query above zero wakes a Paused workload, as for a queue worker",
 			in:   Input{State: pausedState, QueryActive: true, Target: zero},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantWake(t, s, napwakev1alpha1.SourcePrometheus)
 				eq(t, s.PausedFor, 10*time.Minute)
 			},
@@ -234,17 +246,18 @@ func TestNext(t *testing.T) {
 		{
 			name:  "a Paused workload with nothing new makes its routes afresh",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(-20 * time.Minute)}, Target: zero},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Route) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Route) },
 		},
 		{
 			name:  "a Paused workload with nothing new, once routed, waits",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(-20 * time.Minute)}, Target: zero, Routed: true},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name: "a request newer than the pause wakes it",
 			in:   Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(-time.Second)}, Target: zero},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantWake(t, s, napwakev1alpha1.SourceRequest)
 				eq(t, s.State.LastActivity, at(-time.Second))
 				eq(t, s.PausedFor, 10*time.Minute)
@@ -253,17 +266,18 @@ func TestNext(t *testing.T) {
 		{
 			name:  "an activity annotation newer than the pause wakes it",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastActivity: stamp(0)}, Target: zero},
-			check: func(t *testing.T, s Step) { wantWake(t, s, napwakev1alpha1.SourceAnnotation) },
+			check: func(t *testing.T, s Step) { t.Helper(); wantWake(t, s, napwakev1alpha1.SourceAnnotation) },
 		},
 		{
 			name:  "wake-requested newer than the pause wakes it",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationWakeRequested: stamp(0)}, Target: zero},
-			check: func(t *testing.T, s Step) { wantWake(t, s, napwakev1alpha1.SourceWakeRequested) },
+			check: func(t *testing.T, s Step) { t.Helper(); wantWake(t, s, napwakev1alpha1.SourceWakeRequested) },
 		},
 		{
 			name: "someone else scaling a Paused target up wakes it, source scaled",
 			in:   Input{State: pausedState, Target: Target{Found: true, Replicas: 1}},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantWake(t, s, napwakev1alpha1.SourceScaled)
 				eq(t, s.State.LastActivity, t0)
 			},
@@ -271,33 +285,34 @@ func TestNext(t *testing.T) {
 		{
 			name:  "Resuming scales to the saved replicas",
 			in:    Input{State: resumingState, Target: zero},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(2)) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(2)) },
 		},
 		{
 			name: "Resuming a pause that saved 0 replicas scales to 1",
 			in: Input{State: withPhase(resumingState, napwakev1alpha1.PhaseResuming, pause(-10*time.Minute, 0, napwakev1alpha1.PauseIdle)),
 				Target: zero},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(1)) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(1)) },
 		},
 		{
 			name:  "Resuming never scales down what someone scaled up further",
 			in:    Input{State: resumingState, Target: Target{Found: true, Replicas: 4}},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, ReadyRecheck) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, ReadyRecheck) },
 		},
 		{
 			name:  "Resuming with a Ready pod takes the routes away first",
 			in:    Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2, ReadyReplicas: 1}},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Unroute) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Unroute) },
 		},
 		{
 			name:  "Resuming with no Ready pod keeps its routes",
 			in:    Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2}},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 		{
 			name: "Resuming with a Ready pod, once unrouted, is Running with a fresh idle clock",
 			in:   Input{State: resumingState, Target: Target{Found: true, Replicas: 2, StatusReplicas: 2, ReadyReplicas: 1}, Unrouted: true},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhaseRunning)
 				eq(t, s.ResumeTook, 5*time.Second)
 				eq(t, s.State.PauseAt, at(30*time.Minute))
@@ -308,6 +323,7 @@ func TestNext(t *testing.T) {
 			name: "pause-requested during Resuming pauses again",
 			in:   Input{State: resumingState, Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(0)}, Target: Target{Found: true, Replicas: 2}},
 			check: func(t *testing.T, s Step) {
+				t.Helper()
 				wantPatch(t, s, napwakev1alpha1.PhasePausing)
 				eq(t, s.State.Pause.Replicas, int32(2))
 			},
@@ -315,7 +331,7 @@ func TestNext(t *testing.T) {
 		{
 			name:  "a missing target is waited on",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationWakeRequested: stamp(0)}},
-			check: func(t *testing.T, s Step) { eq(t, s.Kind, Wait) },
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

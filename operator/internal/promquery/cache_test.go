@@ -53,7 +53,7 @@ func TestCache(t *testing.T) {
 		{"an error stands as an answer does", false, errBad, func(clk *clocktesting.FakeClock, c *Cache) error {
 			clk.Step(5 * time.Second)
 			if _, err := c.Active(context.Background(), "sum(queue_length)"); !errors.Is(err, errBad) {
-				return fmt.Errorf("error %v, want the first answer's", err)
+				return fmt.Errorf("error %w, want the first answer's", err)
 			}
 			return nil
 		}, map[string]int{"sum(queue_length)": 1}},

@@ -61,11 +61,11 @@ func (p *Client) Active(ctx context.Context, query string) (bool, error) {
 		return false, fmt.Errorf("reading Prometheus's answer: %w", err)
 	}
 	if len(body) > maxQueryResponse {
-		return false, fmt.Errorf("Prometheus's answer is over %d bytes: make the query return one number, such as sum(...)", maxQueryResponse)
+		return false, fmt.Errorf("the query API's answer is over %d bytes: make the query return one number, such as sum(...)", maxQueryResponse)
 	}
 	active, err := Parse(body)
 	if err != nil {
-		return false, fmt.Errorf("Prometheus answered %s: %w", resp.Status, err)
+		return false, fmt.Errorf("the query API answered %s: %w", resp.Status, err)
 	}
 	return active, nil
 }
