@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/testnet"
 )
 
 func TestDefaultLimitsAreTheDocumentedOnes(t *testing.T) {
@@ -36,7 +37,7 @@ func TestDefaultLimitsAreTheDocumentedOnes(t *testing.T) {
 func (h *harness) addRoute(name string) Route {
 	w := h.route.Workload
 	w.Name = name
-	r := Route{DoormanPort: freePort(h.t), Service: name, PortName: "http", Port: 80, Workload: w}
+	r := Route{DoormanPort: testnet.FreePort(h.t), Service: name, PortName: "http", Port: 80, Workload: w}
 	if failed := h.srv.SetRoutes([]Route{h.route, r}); len(failed) > 0 {
 		h.t.Fatal(failed)
 	}

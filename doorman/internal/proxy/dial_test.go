@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"napwake.dev/shared/testnet"
 )
 
 // The default dial connects synchronously, then hands back a socket the
@@ -50,7 +52,7 @@ func TestTheDefaultDialHandsBackANonBlockingSocket(t *testing.T) {
 
 // A port nobody listens on is refused at once, not after the dial timeout.
 func TestTheDefaultDialReportsARefusal(t *testing.T) {
-	ap := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(freePort(t)))
+	ap := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(testnet.FreePort(t)))
 	start := time.Now()
 	_, err := Dialer(5*time.Second)(context.Background(), ap)
 	if !errors.Is(err, syscall.ECONNREFUSED) {

@@ -17,6 +17,7 @@ import (
 
 	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/testnet"
 )
 
 // wait polls cond every 5 ms until it holds or 5 s pass.
@@ -170,16 +171,6 @@ type harness struct {
 	port  int
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func testConfig() Config {
 	l := DefaultLimits()
 	return Config{
@@ -203,7 +194,7 @@ func newHarness(t testing.TB, cfg Config, w Workload) *harness {
 	h := &harness{t: t, table: NewTable(), rec: &recorder{}, m: metrics.New()}
 	h.srv = New(cfg, h.table, h.rec, h.m)
 	h.srv.Start(ctx)
-	h.port = freePort(t)
+	h.port = testnet.FreePort(t)
 	h.route = Route{DoormanPort: h.port, Service: "api", PortName: "http", Port: 80, Workload: w}
 	if failed := h.srv.SetRoutes([]Route{h.route}); len(failed) > 0 {
 		t.Fatalf("SetRoutes: %v", failed)

@@ -17,6 +17,7 @@ import (
 
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/page"
+	"napwake.dev/shared/testnet"
 )
 
 const chromeNav = "GET /pr/42 HTTP/1.1\r\nHost: pr-412.preview.example.dev\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0\r\nSec-Fetch-Mode: navigate\r\n\r\n"
@@ -296,7 +297,7 @@ func TestAPodNotListeningYetIsRetriedEverySecondUntilMaxWait(t *testing.T) {
 	cfg := testConfig()
 	failed := countFailedDials(&cfg)
 	h := newHarness(t, cfg, testWorkload())
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	ap := netipAddrPort(t, port)
 	h.table.SetEndpoints(h.route.Key(), ap)
 	c := h.dial()
@@ -316,7 +317,7 @@ func TestAPodReadyDuringADialRetryIsTriedAtOnce(t *testing.T) {
 	cfg.DialRetry = time.Minute
 	failed := countFailedDials(&cfg)
 	h := newHarness(t, cfg, testWorkload())
-	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, freePort(t)))
+	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, testnet.FreePort(t)))
 	c := h.dial()
 	_, _ = c.Write([]byte("hello"))
 	// The first dial is the straight pass; the second is the held caller's,
@@ -352,7 +353,7 @@ func TestUnreachablePodsUntilMaxWaitFail(t *testing.T) {
 	w := testWorkload()
 	w.MaxWait = 300 * time.Millisecond
 	h := newHarness(t, testConfig(), w)
-	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, freePort(t)))
+	h.table.SetEndpoints(h.route.Key(), netipAddrPort(t, testnet.FreePort(t)))
 	c := h.dial()
 	_, _ = c.Write([]byte("x"))
 	readAll(t, c)
@@ -399,11 +400,11 @@ func TestErrorsFromWakeAreRetried(t *testing.T) {
 func TestARequestToASharedServiceWakesEveryPausedWorkloadBehindIt(t *testing.T) {
 	h := newHarness(t, testConfig(), testWorkload()) // preview-42/api, Service api
 	canary := h.route
-	canary.DoormanPort, canary.Workload.Name = freePort(t), "api-canary"
+	canary.DoormanPort, canary.Workload.Name = testnet.FreePort(t), "api-canary"
 	running := h.route
-	running.DoormanPort, running.Workload.Name, running.Workload.Phase = freePort(t), "api-old", "Running"
+	running.DoormanPort, running.Workload.Name, running.Workload.Phase = testnet.FreePort(t), "api-old", "Running"
 	other := h.route
-	other.DoormanPort, other.Service, other.Workload.Name = freePort(t), "web", "web"
+	other.DoormanPort, other.Service, other.Workload.Name = testnet.FreePort(t), "web", "web"
 	if failed := h.srv.SetRoutes([]Route{h.route, canary, running, other}); len(failed) > 0 {
 		t.Fatal(failed)
 	}
@@ -433,7 +434,7 @@ func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) 
 		t.Helper()
 		h := newHarness(t, testConfig(), owner)
 		sharer := h.route
-		sharer.DoormanPort, sharer.Workload.Name = freePort(t), "api-canary"
+		sharer.DoormanPort, sharer.Workload.Name = testnet.FreePort(t), "api-canary"
 		set(&sharer.Workload)
 		if failed := h.srv.SetRoutes([]Route{h.route, sharer}); len(failed) > 0 {
 			t.Fatal(failed)

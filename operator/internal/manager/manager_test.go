@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/promquery"
 	"napwake.dev/shared/testenv"
+	"napwake.dev/shared/testnet"
 )
 
 // These tests run the whole operator, as main builds it, against a real
@@ -264,8 +264,8 @@ func TestRemovingTheLabelStopsManagementAndWakesAPausedWorkload(t *testing.T) {
 func TestTheManagerServesHealthAndMetricsAndElectsOneLeader(t *testing.T) {
 	cfg := testConfig()
 	cfg.LeaderElect = true
-	cfg.MetricsBindAddress = freeAddr(t)
-	cfg.HealthProbeBindAddress = freeAddr(t)
+	cfg.MetricsBindAddress = testnet.FreeAddr(t)
+	cfg.HealthProbeBindAddress = testnet.FreeAddr(t)
 	first := start(t, cfg, nil) // registers into controller-runtime's registry, as main does
 	select {
 	case <-first.mgr.Elected():
@@ -291,16 +291,6 @@ func TestTheManagerServesHealthAndMetricsAndElectsOneLeader(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second replica did not take over within 30s")
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func get(url, want string) error {
