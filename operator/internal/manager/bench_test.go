@@ -19,6 +19,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/metrics"
+	"napwake.dev/shared/testenv"
 )
 
 // BenchmarkPause500Of1000 measures, against the real API server, how long
@@ -70,7 +71,7 @@ func BenchmarkPause500Of1000(b *testing.B) {
 	cfg := testConfig()
 	s := start(b, cfg, metrics.New())
 	startedAt := time.Now()
-	eventuallyWithin(b, 5*time.Minute, time.Second, "every ManagedWorkload reconciled", func() error {
+	testenv.EventuallyWithin(b, 5*time.Minute, time.Second, "every ManagedWorkload reconciled", func() error {
 		var list napwakev1alpha1.ManagedWorkloadList
 		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err

@@ -103,25 +103,6 @@ func start(t testing.TB, cfg config.Config, m *metrics.Metrics) *started {
 	return s
 }
 
-// eventually polls check every 50ms for up to 20s.
-func eventually(t testing.TB, what string, check func() error) {
-	t.Helper()
-	eventuallyWithin(t, 20*time.Second, 50*time.Millisecond, what, check)
-}
-
-func eventuallyWithin(t testing.TB, limit, every time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(every) // polling interval of a bounded wait
-	}
-	t.Fatalf("%s: still %v after %s", what, err, limit)
-}
-
 var nsCount atomic.Int32
 
 func namespace(t *testing.T, labels map[string]string, annotations map[string]string) string {
@@ -178,7 +159,7 @@ func TestALabelledWorkloadGetsAManagedWorkloadWithItsSettings(t *testing.T) {
 		map[string]string{napwakev1alpha1.LabelEnabled: "true"},
 		map[string]string{napwakev1alpha1.AnnotationWake: "Request", napwakev1alpha1.AnnotationWakeMaxWait: "30s"})))
 	must(t, k8s.Create(ctx, deployment(ns, "other", 1, nil, nil)))
-	eventually(t, "ManagedWorkload web", func() error {
+	testenv.Eventually(t, "ManagedWorkload web", func() error {
 		mw, err := getMW(ns, "web")
 		if err != nil {
 			return err
@@ -195,7 +176,7 @@ func TestALabelledWorkloadGetsAManagedWorkloadWithItsSettings(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "an InvalidSetting event on the Deployment", func() error {
+	testenv.Eventually(t, "an InvalidSetting event on the Deployment", func() error {
 		return findEvent(ns, "web", napwakev1alpha1.EventInvalidSetting, napwakev1alpha1.AnnotationWake)
 	})
 	if _, err := getMW(ns, "other"); err == nil {
@@ -210,7 +191,7 @@ func TestALabelledNamespaceOptsInItsWorkloadsButNotIgnoredOnes(t *testing.T) {
 	must(t, k8s.Create(ctx, deployment(ns, "db", 1, nil, nil)))
 	must(t, k8s.Create(ctx, statefulSet(ns, "db")))
 	must(t, k8s.Create(ctx, deployment(ns, "skip", 1, map[string]string{napwakev1alpha1.LabelIgnore: "true"}, nil)))
-	eventually(t, "ManagedWorkloads db and db-statefulset", func() error {
+	testenv.Eventually(t, "ManagedWorkloads db and db-statefulset", func() error {
 		d, err := getMW(ns, "db")
 		if err != nil {
 			return err
@@ -234,26 +215,26 @@ func TestRemovingTheLabelStopsManagementAndWakesAPausedWorkload(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, nil, nil)
 	must(t, k8s.Create(ctx, deployment(ns, "api", 2, map[string]string{napwakev1alpha1.LabelEnabled: "true"}, nil)))
-	eventually(t, "Running", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhaseRunning) })
+	testenv.Eventually(t, "Running", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhaseRunning) })
 
 	// Pause it by the annotation on the workload itself, as a labelled one allows.
 	d := &appsv1.Deployment{}
 	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, d))
 	d.Annotations = map[string]string{napwakev1alpha1.AnnotationPauseRequested: s.clock.Now().Format(time.RFC3339)}
 	must(t, k8s.Update(ctx, d))
-	eventually(t, "scaled to 0", func() error { return replicasAre(ns, "api", 0) })
-	eventually(t, "a Pausing event", func() error { return findEvent(ns, "api", napwakev1alpha1.EventPausing, "Requested") })
+	testenv.Eventually(t, "scaled to 0", func() error { return replicasAre(ns, "api", 0) })
+	testenv.Eventually(t, "a Pausing event", func() error { return findEvent(ns, "api", napwakev1alpha1.EventPausing, "Requested") })
 	// The Deployment controller's part: no pod left.
 	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, d))
 	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
 	must(t, k8s.Status().Update(ctx, d))
-	eventually(t, "Paused", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhasePaused) })
+	testenv.Eventually(t, "Paused", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhasePaused) })
 
 	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, d))
 	delete(d.Labels, napwakev1alpha1.LabelEnabled)
 	must(t, k8s.Update(ctx, d))
-	eventually(t, "2 replicas back", func() error { return replicasAre(ns, "api", 2) })
-	eventually(t, "the ManagedWorkload gone", func() error {
+	testenv.Eventually(t, "2 replicas back", func() error { return replicasAre(ns, "api", 2) })
+	testenv.Eventually(t, "the ManagedWorkload gone", func() error {
 		if _, err := getMW(ns, "api"); err == nil {
 			return errors.New("still there")
 		}
@@ -272,8 +253,8 @@ func TestTheManagerServesHealthAndMetricsAndElectsOneLeader(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the only replica was not elected within 30s")
 	}
-	eventually(t, "/healthz", func() error { return get("http://"+cfg.HealthProbeBindAddress+"/healthz", "ok") })
-	eventually(t, "/metrics", func() error {
+	testenv.Eventually(t, "/healthz", func() error { return get("http://"+cfg.HealthProbeBindAddress+"/healthz", "ok") })
+	testenv.Eventually(t, "/metrics", func() error {
 		return get("http://"+cfg.MetricsBindAddress+"/metrics", `napwake_operator_workloads{phase="Running"}`)
 	})
 

@@ -40,36 +40,29 @@ var (
 const doormanNS = "napwake-system"
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(testenv.Run(m, setup))
 }
 
-func run(m *testing.M) int {
-	env, c, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	cfg = c
+// setup makes the client, the doorman's namespace and the events recorder
+// every test shares.
+func setup(s *testenv.Suite) (err error) {
+	cfg = s.Config
 	ctrllog.SetLogger(logr.Discard())
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = napwakev1alpha1.AddToScheme(scheme)
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	ctx := context.Background()
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doormanNS}}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doormanNS}}); err != nil {
+		return err
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	stop := make(chan struct{})
 	b.StartRecordingToSink(stop)
-	defer func() { close(stop); b.Shutdown() }()
+	s.Cleanup(func() { close(stop); b.Shutdown() })
 	recorder = &countingRecorder{EventRecorder: b.NewRecorder(scheme, "napwake-routing-test"), calls: map[string]int{}}
-	return m.Run()
+	return nil
 }
 
 // fixture is one test's namespace, doorman Service and stand-in doorman pods.
@@ -101,8 +94,8 @@ func newFixture(t *testing.T) *fixture {
 	// On f.g itself: NewWithT copies the defaults when it is made, so the
 	// package-level setters came too late and left the 1 s default, which a
 	// busy CI machine can outlast while every slice is rewritten.
-	f.g.SetDefaultEventuallyTimeout(20 * time.Second)
-	f.g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	f.g.SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	f.g.SetDefaultEventuallyPollingInterval(testenv.EventuallyInterval)
 	return f
 }
 
