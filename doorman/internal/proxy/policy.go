@@ -183,10 +183,10 @@ func termsFor(own Workload, sharers []Workload) Terms {
 	return t
 }
 
-// maxWait is spec.wake.maxWait, 2 minutes when unset.
+// maxWait is spec.wake.maxWait, apis' DefaultMaxWait when unset.
 func (w Workload) maxWait() time.Duration {
 	if w.MaxWait <= 0 {
-		return 2 * time.Minute
+		return napwakev1alpha1.DefaultMaxWait
 	}
 	return w.MaxWait
 }
