@@ -11,6 +11,9 @@
 //
 // The chart's terminationGracePeriodSeconds (40 s after a 5 s preStop
 // sleep) is longer than steps 2 and 3 together.
+//
+// It must not hold logic beyond the wiring and the shutdown order written
+// below.
 package main
 
 import (

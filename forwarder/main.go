@@ -2,6 +2,8 @@
 // is in GKE network endpoint groups is paused, the operator runs it in the
 // workload's namespace, where GKE accepts its pods as endpoints, and it
 // passes every connection, bytes untouched, to the doorman.
+//
+// It must not hold logic beyond flags, the relay and its shutdown.
 package main
 
 import (

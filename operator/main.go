@@ -1,6 +1,9 @@
 // Command operator is Napwake's controller manager: it pauses idle
 // Deployments and StatefulSets by scaling them to zero and wakes them on
 // activity, routing their Services to the doorman while they sleep.
+//
+// It must not hold logic: it parses flags and wires the router into the
+// manager; everything else is under internal/.
 package main
 
 import (

@@ -2,6 +2,8 @@
 // cluster named by $KUBECONFIG, namespaces that clean up after themselves,
 // the sample app, bounded polling, and a dump of objects, events and logs
 // when a scenario fails.
+//
+// It must not assert: scenarios assert, this only does and reads.
 package framework
 
 import (

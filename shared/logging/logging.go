@@ -1,5 +1,7 @@
 // Package logging sets up the structured logger every Napwake binary uses: a
 // logr.Logger over log/slog, JSON for machines or text for people.
+//
+// It must not know any component: each binary passes its own name and flags.
 package logging
 
 import (

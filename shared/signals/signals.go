@@ -1,5 +1,8 @@
 // Package signals turns SIGTERM and SIGINT into context cancellation, the
 // one shutdown path of every Napwake binary.
+//
+// It must not decide a shutdown order: each main writes its own
+// (doorman/main.go).
 package signals
 
 import (

@@ -3,6 +3,8 @@
 //	go build -ldflags "-X napwake.dev/shared/version.Version=v0.1.0 -X napwake.dev/shared/version.Commit=abc123"
 //
 // Every Napwake binary prints it with --version and logs it at start.
+//
+// It must not be set by anything but the linker (hack/ldflags.sh).
 package version
 
 import (

@@ -6,6 +6,9 @@
 // It is pure: no clock, no I/O. The proxy calls Classify each time more
 // bytes arrive, and once more with final set when no more will come (16 KiB
 // read, silence, or the caller's half-close).
+//
+// It must not touch a socket or a clock, nor change the bytes it reads: the
+// caller replays them byte-exact.
 package classify
 
 import (

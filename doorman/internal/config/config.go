@@ -1,5 +1,8 @@
 // Package config holds the doorman's flags (contracts.md "Doorman flags")
 // and the downward-API environment, with defaults and validation.
+//
+// It must not read the cluster: flags, the downward API and their validation
+// only.
 package config
 
 import (

@@ -2,6 +2,9 @@
 // ManagedWorkloads for routes and wake settings, the routed Services' own
 // EndpointSlices and Pods for Ready endpoints, and writes what the doorman
 // may write: the last-request annotations, events, the turned-away count.
+//
+// It must not write anything else: no Secret, no Service, no EndpointSlice,
+// no spec.
 package kube
 
 import (

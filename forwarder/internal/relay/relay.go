@@ -1,6 +1,8 @@
 // Package relay is the NEG forwarder's data path: it accepts connections on
 // the workload's target ports and passes each, bytes untouched, to the
 // doorman's port for that route.
+//
+// It must not read or change the bytes it relays, nor talk to the API server.
 package relay
 
 import (

@@ -4,6 +4,9 @@
 // failure a user can cause or meet (unknown workload, wrong namespace, the CRD
 // missing, no permission, an unreachable cluster) comes back as one line
 // naming what to do.
+//
+// It must not change anything but the acting annotations wake and pause
+// write; reads are for showing.
 package cli
 
 import (

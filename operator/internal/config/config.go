@@ -1,6 +1,8 @@
 // Package config holds the operator's command-line configuration: one struct
 // with a default on every field, the flags that fill it (names fixed by the
 // lead's contracts), and Validate.
+//
+// It must not read the cluster: flags and their validation only.
 package config
 
 import (

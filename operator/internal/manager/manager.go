@@ -2,6 +2,9 @@
 // leader election, metrics and health endpoints, the ManagedWorkload and
 // opt-in reconcilers, and the Router. main parses flags and calls Run; tests
 // call New with an envtest config.
+//
+// It must not decide anything about a workload: it assembles the parts
+// (manager, indexes, metrics, reconcilers, router) and runs them.
 package manager
 
 import (

@@ -2,6 +2,9 @@
 // section 11): workloads by phase, pauses by reason, wakes by source, resume
 // duration from wake to Ready, and the replica-seconds pauses saved. Labels
 // are bounded: phases, pause reasons and activity sources are fixed sets.
+//
+// It must not register into a global registry by itself, nor take an
+// unbounded label (an IP, a name, a path).
 package metrics
 
 import (

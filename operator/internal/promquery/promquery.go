@@ -4,6 +4,9 @@
 // above zero is activity. Client asks; Cache keeps each query's answer for
 // Reuse, timed by an injected clock. It knows queries, not workloads: it
 // reads no Kubernetes object and decides nothing about a pause.
+//
+// It must not decide what an answer means for a workload (the reconciler
+// does), nor send any query but the instant query.
 package promquery
 
 import (

@@ -2,6 +2,9 @@
 // (mode tcp) and a direct connection, all on loopback, and the memory and
 // wake-to-first-byte of held connections. hack/bench/doorman.sh runs it;
 // it prints a Markdown report.
+//
+// It is a tool: no component imports it, and it sends traffic only to
+// loopback and to network namespaces it makes.
 package main
 
 import (

@@ -8,6 +8,8 @@
 // stand-in pod's own goroutine read it. The second adds the stand-in's
 // accept loop and scheduling, which share the machine's CPUs with the
 // doorman in a benchmark on one machine.
+//
+// It is a test and benchmark tool: no component imports it.
 package firstbyte
 
 import (

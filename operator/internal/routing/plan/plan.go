@@ -3,6 +3,8 @@
 // condition says about it (wake-on-request.md, "When a workload isn't
 // routed"). The routing shell gathers the inputs from the API server and acts
 // on the decision.
+//
+// It must not read the cluster or the clock: the Router gathers its input.
 package plan
 
 import (
