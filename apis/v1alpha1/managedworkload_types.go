@@ -99,7 +99,10 @@ type DependencyRef struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// ForecastSpec turns on the forecast's actions.
+// ForecastSpec turns on the forecast's actions. The forecast is not built
+// yet, so the API server refuses either switch on rather than accept a
+// setting nothing acts on.
+// +kubebuilder:validation:XValidation:rule="!(has(self.autoResume) && self.autoResume) && !(has(self.pauseEarly) && self.pauseEarly)",message="the forecast is not built yet: spec.forecast.autoResume and spec.forecast.pauseEarly must stay false until it is"
 type ForecastSpec struct {
 	// AutoResume wakes the workload before the hours people usually come.
 	// +kubebuilder:default=false

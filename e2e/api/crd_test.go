@@ -111,6 +111,8 @@ func TestInvalidManagedWorkloadsAreRefused(t *testing.T) {
 		{"a targetRef without a name", map[string]any{"targetRef": map[string]any{"kind": "Deployment"}}, "spec.targetRef.name"},
 		{"an unknown kind", map[string]any{"targetRef": map[string]any{"kind": "DaemonSet", "name": "api"}}, "spec.targetRef.kind"},
 		{"a target name that is not a DNS name", map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": "API_1"}}, "spec.targetRef.name"},
+		{"the forecast's autoResume, not built yet", withTarget(map[string]any{"forecast": map[string]any{"autoResume": true}}), "spec.forecast"},
+		{"the forecast's pauseEarly, not built yet", withTarget(map[string]any{"forecast": map[string]any{"pauseEarly": true}}), "spec.forecast"},
 		{"maxWait over 1h", withTarget(map[string]any{"wake": map[string]any{"maxWait": "61m"}}), "spec.wake.maxWait"},
 		{"maxWait of zero", withTarget(map[string]any{"wake": map[string]any{"maxWait": "0s"}}), "spec.wake.maxWait"},
 		{"maxWait that is not a duration", withTarget(map[string]any{"wake": map[string]any{"maxWait": "two minutes"}}), "spec.wake.maxWait"},

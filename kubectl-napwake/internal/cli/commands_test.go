@@ -33,7 +33,7 @@ func statusFleet(t *testing.T, ns string) []*napwakev1alpha1.ManagedWorkload {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Spec: napwakev1alpha1.ManagedWorkloadSpec{
 			Dependencies: []napwakev1alpha1.DependencyRef{{Name: "postgres"}},
-			Forecast:     &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "UTC"},
+			Forecast:     &napwakev1alpha1.ForecastSpec{TimeZone: "UTC"},
 		},
 		Status: napwakev1alpha1.ManagedWorkloadStatus{
 			Phase:              napwakev1alpha1.PhasePaused,
@@ -189,7 +189,7 @@ func TestForecastDrawsTheWeek(t *testing.T) {
 		hours[d*24+10] = 1000
 	}
 	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: napwakev1alpha1.ManagedWorkloadSpec{Forecast: &napwakev1alpha1.ForecastSpec{PauseEarly: true, TimeZone: "America/New_York"}},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{Forecast: &napwakev1alpha1.ForecastSpec{TimeZone: "America/New_York"}},
 		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseRunning,
 			Forecast: &napwakev1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 40, UpdatedAt: atp(-time.Hour)}}})
 	r := run(t, adminKubeconfig, nil, "forecast", "api", "-n", ns)

@@ -70,11 +70,8 @@ func Spec(kind napwakev1alpha1.TargetKind, name string, workload, namespace map[
 		spec.Activity = &napwakev1alpha1.ActivitySpec{Prometheus: &napwakev1alpha1.PrometheusActivity{Query: q}}
 	}
 	spec.Dependencies = p.dependencies()
-	autoResume := p.boolean(napwakev1alpha1.AnnotationAutoResume, false)
-	pauseEarly := p.boolean(napwakev1alpha1.AnnotationPauseEarly, false)
-	if autoResume || pauseEarly {
-		spec.Forecast = &napwakev1alpha1.ForecastSpec{AutoResume: autoResume, PauseEarly: pauseEarly, TimeZone: "UTC"}
-	}
+	p.notBuilt(napwakev1alpha1.AnnotationAutoResume, "the forecast is not built yet; auto-resume stays off")
+	p.notBuilt(napwakev1alpha1.AnnotationPauseEarly, "the forecast is not built yet; pause-early stays off")
 	return spec, p.warnings
 }
 
@@ -129,6 +126,23 @@ func (p *parser) wake(def string) napwakev1alpha1.WakeMode {
 		return napwakev1alpha1.WakeAsk
 	}
 	return mode
+}
+
+// notBuilt reads a "true"/"false" switch of a feature not built yet: "true"
+// is a warning saying so (and, like any unreadable value, is ignored), so
+// a workload asking for it still gets its ManagedWorkload, which the API
+// server would refuse with the switch on.
+func (p *parser) notBuilt(key, why string) {
+	p.first(key, func(v string) string {
+		switch v {
+		case "false":
+			return ""
+		case "true":
+			return why
+		default:
+			return `want "true" or "false"; ignored`
+		}
+	})
 }
 
 func (p *parser) boolean(key string, def bool) bool {

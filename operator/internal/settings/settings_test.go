@@ -127,14 +127,20 @@ func TestSpec(t *testing.T) {
 			warnings: []string{napwakev1alpha1.AnnotationDependsOn},
 		},
 		{
-			name:     "an activity query and forecast switches are read",
+			name:     "an activity query is read; the forecast's switches, not built yet, warn and stay off",
 			workload: map[string]string{napwakev1alpha1.AnnotationActivityQuery: " up ", napwakev1alpha1.AnnotationAutoResume: "true"},
 			ns:       map[string]string{napwakev1alpha1.AnnotationPauseEarly: "true"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
 				t.Helper()
 				eq(t, s.Activity.Prometheus.Query, "up")
-				eq(t, *s.Forecast, napwakev1alpha1.ForecastSpec{AutoResume: true, PauseEarly: true, TimeZone: "UTC"})
+				eq(t, s.Forecast == nil, true)
 			},
+			warnings: []string{napwakev1alpha1.AnnotationAutoResume, napwakev1alpha1.AnnotationPauseEarly},
+		},
+		{
+			name:     "the forecast's switches set false are no warning",
+			workload: map[string]string{napwakev1alpha1.AnnotationAutoResume: "false", napwakev1alpha1.AnnotationPauseEarly: "false"},
+			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { t.Helper(); eq(t, s.Forecast == nil, true) },
 		},
 		{
 			name:     "an empty activity query is unreadable",
