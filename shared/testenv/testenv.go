@@ -67,6 +67,7 @@ func AssetsDir() (string, error) {
 
 // Start starts etcd and kube-apiserver with Napwake's CRDs installed, and
 // returns the environment (Stop it when done) and a config for clients.
+// Prefer Run, which also removes the wrapper scripts Start writes.
 //
 // Each binary runs under `setpriv --pdeathsig KILL`, so a test binary killed
 // by a timeout does not orphan them.
@@ -104,11 +105,22 @@ func Start() (*envtest.Environment, *rest.Config, error) {
 	return env, cfg, nil
 }
 
+// wrapperPrefix names the temporary directory of wrapWithPdeathsig's scripts.
+const wrapperPrefix = "napwake-envtest-bin-"
+
+// removeWrappers deletes the scripts Start wrapped the binaries in, so a
+// test run leaves /tmp as it found it.
+func removeWrappers(env *envtest.Environment) {
+	if d := env.BinaryAssetsDirectory; strings.HasPrefix(filepath.Base(d), wrapperPrefix) {
+		_ = os.RemoveAll(d)
+	}
+}
+
 func wrapWithPdeathsig(assets string) (string, error) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		return assets, nil // util-linux missing: run unwrapped
 	}
-	dir, err := os.MkdirTemp("", "napwake-envtest-bin-")
+	dir, err := os.MkdirTemp("", wrapperPrefix)
 	if err != nil {
 		return "", err
 	}
@@ -162,6 +174,7 @@ func Run(m *testing.M, setup func(*Suite) error) int {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the test environment:", err)
 		}
+		removeWrappers(env)
 	}()
 	if setup != nil {
 		if err := setup(s); err != nil {
