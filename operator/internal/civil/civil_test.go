@@ -5,68 +5,57 @@ import (
 	"time"
 )
 
-func zone(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+// utc is a time of 2026 in UTC.
+func utc(m time.Month, d, hh, mm int) time.Time { return time.Date(2026, m, d, hh, mm, 0, 0, time.UTC) }
 
 func TestAt(t *testing.T) {
-	berlin, newYork := zone(t, "Europe/Berlin"), zone(t, "America/New_York")
-	day := func(loc *time.Location, y int, m time.Month, d int) int64 {
-		n, _ := Day(time.Date(y, m, d, 12, 0, 0, 0, loc), loc)
-		return n
-	}
 	for _, tc := range []struct {
 		name   string
-		loc    *time.Location
-		day    int64
+		zone   string
+		date   time.Time // noon UTC of the local date
 		minute int
-		want   string
+		want   time.Time
 	}{
-		{"an ordinary hour is the wall clock in the zone's offset", berlin, day(berlin, 2026, 3, 27), 8 * 60, "2026-03-27T07:00:00Z"},
-		{"the hour Berlin skips starts at the jump", berlin, day(berlin, 2026, 3, 29), 2*60 + 30, "2026-03-29T01:00:00Z"},
-		{"the hour after Berlin's jump is in summer time", berlin, day(berlin, 2026, 3, 29), 3 * 60, "2026-03-29T01:00:00Z"},
-		{"the hour Berlin repeats is its first occurrence", berlin, day(berlin, 2026, 10, 25), 2*60 + 30, "2026-10-25T00:30:00Z"},
-		{"24:00 is the next day's midnight after the repeated hour", berlin, day(berlin, 2026, 10, 25), 24 * 60, "2026-10-25T23:00:00Z"},
-		{"the hour New York skips starts at the jump", newYork, day(newYork, 2026, 3, 8), 2*60 + 15, "2026-03-08T07:00:00Z"},
-		{"the hour New York repeats is its first occurrence", newYork, day(newYork, 2026, 11, 1), 60 + 30, "2026-11-01T05:30:00Z"},
-		{"UTC has no jumps", time.UTC, day(time.UTC, 2026, 3, 29), 2 * 60, "2026-03-29T02:00:00Z"},
+		{"an ordinary hour is the wall clock in the zone's offset", "Europe/Berlin", utc(3, 27, 12, 0), 8 * 60, utc(3, 27, 7, 0)},
+		{"the hour Berlin skips starts at the jump", "Europe/Berlin", utc(3, 29, 12, 0), 2*60 + 30, utc(3, 29, 1, 0)},
+		{"the hour after Berlin's jump is in summer time", "Europe/Berlin", utc(3, 29, 12, 0), 3 * 60, utc(3, 29, 1, 0)},
+		{"the hour Berlin repeats is its first occurrence", "Europe/Berlin", utc(10, 25, 12, 0), 2*60 + 30, utc(10, 25, 0, 30)},
+		{"24:00 is the next day's midnight after the repeated hour", "Europe/Berlin", utc(10, 25, 12, 0), 24 * 60, utc(10, 25, 23, 0)},
+		{"the hour New York skips starts at the jump", "America/New_York", utc(3, 8, 12, 0), 2*60 + 15, utc(3, 8, 7, 0)},
+		{"the hour New York repeats is its first occurrence", "America/New_York", utc(11, 1, 12, 0), 60 + 30, utc(11, 1, 5, 30)},
+		{"UTC has no jumps", "UTC", utc(3, 29, 12, 0), 2 * 60, utc(3, 29, 2, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := At(tc.day, tc.minute, tc.loc); !got.Equal(utc(tc.want)) {
-				t.Errorf("At = %s, want %s", got.UTC().Format(time.RFC3339), tc.want)
+			loc, err := time.LoadLocation(tc.zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			day, _ := Day(tc.date, time.UTC)
+			if got := At(day, tc.minute, loc); !got.Equal(tc.want) {
+				t.Errorf("At = %s, want %s", got.UTC(), tc.want)
 			}
 		})
 	}
 }
 
 func TestHourAndSlot(t *testing.T) {
-	berlin := zone(t, "Europe/Berlin")
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		loc  *time.Location
-		from string
-		to   string
+		from time.Time
+		to   time.Time
 		real time.Duration
 	}{
-		{"a local week whose clocks go forward is 167 real hours and 168 hour numbers", berlin, "2026-03-22T23:00:00Z", "2026-03-29T22:00:00Z", 167 * time.Hour},
-		{"a local week whose clocks go back is 169 real hours and 168 hour numbers", berlin, "2026-10-18T22:00:00Z", "2026-10-25T23:00:00Z", 169 * time.Hour},
-		{"an ordinary UTC week is 168 of each", time.UTC, "2026-03-02T00:00:00Z", "2026-03-09T00:00:00Z", 168 * time.Hour},
+		{"a local week whose clocks go forward is 167 real hours and 168 hour numbers", berlin, utc(3, 22, 23, 0), utc(3, 29, 22, 0), 167 * time.Hour},
+		{"a local week whose clocks go back is 169 real hours and 168 hour numbers", berlin, utc(10, 18, 22, 0), utc(10, 25, 23, 0), 169 * time.Hour},
+		{"an ordinary UTC week is 168 of each", time.UTC, utc(3, 2, 0, 0), utc(3, 9, 0, 0), 168 * time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			from, to := utc(tc.from), utc(tc.to)
+			from, to := tc.from, tc.to
 			if got := to.Sub(from); got != tc.real {
 				t.Fatalf("the case spans %v, want %v", got, tc.real)
 			}
@@ -81,7 +70,7 @@ func TestHourAndSlot(t *testing.T) {
 			}
 		})
 	}
-	if got := Slot(Hour(utc("2026-03-29T01:30:00Z"), berlin)); got != 6*24+3 {
+	if got := Slot(Hour(utc(3, 29, 1, 30), berlin)); got != 6*24+3 {
 		t.Errorf("the first minutes after Berlin's jump are in slot %d, want Sun 03:00 (147)", got)
 	}
 	if got := Weekday(-1); got != 2 {

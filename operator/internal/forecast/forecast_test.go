@@ -38,100 +38,53 @@ func visitDaily(f *Forecast, first time.Time, days int, hours ...int) {
 func TestPreWake(t *testing.T) {
 	utc := time.UTC
 	berlin, newYork := zone(t, "Europe/Berlin"), zone(t, "America/New_York")
+	march2 := local(utc, 2026, 3, 2, 0, 0) // a Monday
 	for _, tc := range []struct {
-		name   string
-		loc    *time.Location
-		setup  func(f *Forecast)
-		begin  time.Time // when the forecast starts
-		at     time.Time
-		act    bool
-		reason string
+		name string
+		// The forecast begins on the Monday begin, a person comes at 09:30 on
+		// each weekday of the first days days, and at each of more.
+		begin time.Time
+		days  int
+		more  []time.Time
+		at    time.Time
+		act   bool
+		why   string
 	}{
-		{
-			name: "a new workload with no history does not act", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 3, 3, 8, 58),
-			setup:  func(f *Forecast) { f.RecordPerson(local(utc, 2026, 3, 2, 9, 30)) },
-			reason: "learning: 1.3 days of history, acts after 7 days",
-		},
-		{
-			name: "after a full week of 09:30 visits it wakes at 08:58 for Tue 09:00", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 3, 10, 8, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 8, 9) },
-			act:    true,
-			reason: "woke 08:58 for Tue 09:00 (1.00 over 1.2 weeks; lead 2m0s)",
-		},
-		{
-			name: "a minute before the lead it waits", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 3, 10, 8, 57),
-			setup:  func(f *Forecast) { visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 8, 9) },
-			reason: "Tue 09:00 is usually busy; waking at 08:58:00",
-		},
-		{
-			name: "a slot nobody uses wakes nothing", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 3, 10, 13, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 8, 9) },
-			reason: "Tue 14:00 is not usually busy (0.00 over 1.2 weeks)",
-		},
-		{
-			name: "after the 167-hour week Berlin's 09:00 is still 09:00 local (07:00Z, not 08:00Z)", loc: berlin,
-			begin: local(berlin, 2026, 3, 16, 0, 0), at: local(berlin, 2026, 3, 30, 8, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(berlin, 2026, 3, 16, 0, 0), 14, 9) },
-			act:    true,
-			reason: "woke 08:58 for Mon 09:00 (1.00 over 2.0 weeks; lead 2m0s)",
-		},
-		{
-			name: "after the 169-hour week New York's 09:00 is 09:00 EST", loc: newYork,
-			begin: local(newYork, 2026, 10, 19, 0, 0), at: local(newYork, 2026, 11, 3, 8, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(newYork, 2026, 10, 19, 0, 0), 15, 9) },
-			act:    true,
-			reason: "woke 08:58 for Tue 09:00 (1.00 over 2.2 weeks; lead 2m0s)",
-		},
-		{
-			name: "in a week off it still wakes within 4 days of the last visit", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 3, 31, 8, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 26, 9) }, // last visit Fri Mar 27
-			act:    true,
-			reason: "woke 08:58 for Tue 09:00 (1.00 over 4.2 weeks; lead 2m0s)",
-		},
-		{
-			name: "in a week off it stops once nobody came for 4 days", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 4, 1, 8, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 26, 9) },
-			reason: "no person for 5.0 days: an environment untouched for 4 days is never woken",
-		},
-		{
-			name: "back from the week off, the first morning is not woken: nobody came for 10 days", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 4, 6, 8, 58),
-			setup:  func(f *Forecast) { visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 26, 9) },
-			reason: "no person for 10.0 days: an environment untouched for 4 days is never woken",
-		},
-		{
-			name: "back from the week off, the second morning is woken: the share decayed but is still busy", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 4, 7, 8, 58),
-			setup: func(f *Forecast) {
-				visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 26, 9)
-				f.RecordPerson(local(utc, 2026, 4, 6, 9, 30))
-			},
-			act:    true,
-			reason: "woke 08:58 for Tue 09:00 (0.64 over 5.2 weeks; lead 2m0s)",
-		},
-		{
-			name: "an abandoned preview is never woken again", loc: utc,
-			begin: local(utc, 2026, 3, 2, 0, 0), at: local(utc, 2026, 3, 16, 9, 58),
-			setup: func(f *Forecast) {
-				for _, d := range []int{2, 3, 4, 9, 10, 11} { // Mon-Wed twice, then nothing
-					f.RecordPerson(local(utc, 2026, 3, d, 10, 15))
-				}
-			},
-			reason: "no person for 5.0 days: an environment untouched for 4 days is never woken",
-		},
+		{"a new workload with no history does not act", march2, 1, nil, local(utc, 2026, 3, 3, 8, 58), false,
+			"learning: 1.3 days of history, acts after 7 days"},
+		{"after a full week of 09:30 visits it wakes at 08:58 for Tue 09:00", march2, 8, nil, local(utc, 2026, 3, 10, 8, 58), true,
+			"woke 08:58 for Tue 09:00 (1.00 over 1.2 weeks; lead 2m0s)"},
+		{"a minute before the lead it waits", march2, 8, nil, local(utc, 2026, 3, 10, 8, 57), false,
+			"Tue 09:00 is usually busy; waking at 08:58:00"},
+		{"a slot nobody uses wakes nothing", march2, 8, nil, local(utc, 2026, 3, 10, 13, 58), false,
+			"Tue 14:00 is not usually busy (0.00 over 1.2 weeks)"},
+		{"after the 167-hour week Berlin's 09:00 is still 09:00 local (07:00Z, not 08:00Z)", local(berlin, 2026, 3, 16, 0, 0), 14, nil,
+			local(berlin, 2026, 3, 30, 8, 58), true, "woke 08:58 for Mon 09:00 (1.00 over 2.0 weeks; lead 2m0s)"},
+		{"after the 169-hour week New York's 09:00 is 09:00 EST", local(newYork, 2026, 10, 19, 0, 0), 15, nil,
+			local(newYork, 2026, 11, 3, 8, 58), true, "woke 08:58 for Tue 09:00 (1.00 over 2.2 weeks; lead 2m0s)"},
+		// The last visit before the week off is on Friday March 27.
+		{"in a week off it still wakes within 4 days of the last visit", march2, 26, nil, local(utc, 2026, 3, 31, 8, 58), true,
+			"woke 08:58 for Tue 09:00 (1.00 over 4.2 weeks; lead 2m0s)"},
+		{"in a week off it stops once nobody came for 4 days", march2, 26, nil, local(utc, 2026, 4, 1, 8, 58), false,
+			"no person for 5.0 days: an environment untouched for 4 days is never woken"},
+		{"back from the week off, the first morning is not woken: nobody came for 10 days", march2, 26, nil, local(utc, 2026, 4, 6, 8, 58), false,
+			"no person for 10.0 days: an environment untouched for 4 days is never woken"},
+		{"back from the week off, the second morning is woken: the share decayed but is still busy", march2, 26,
+			[]time.Time{local(utc, 2026, 4, 6, 9, 30)}, local(utc, 2026, 4, 7, 8, 58), true,
+			"woke 08:58 for Tue 09:00 (0.64 over 5.2 weeks; lead 2m0s)"},
+		{"an abandoned preview (used Mon-Wed twice, then never) is never woken again", march2, 0,
+			[]time.Time{local(utc, 2026, 3, 2, 10, 15), local(utc, 2026, 3, 3, 10, 15), local(utc, 2026, 3, 4, 10, 15),
+				local(utc, 2026, 3, 9, 10, 15), local(utc, 2026, 3, 10, 10, 15), local(utc, 2026, 3, 11, 10, 15)},
+			local(utc, 2026, 3, 16, 9, 58), false, "no person for 5.0 days: an environment untouched for 4 days is never woken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := New(tc.loc, tc.begin)
-			tc.setup(f)
-			d := f.PreWake(tc.at)
-			if d.Act != tc.act || d.Reason != tc.reason {
-				t.Errorf("PreWake = %v %q, want %v %q", d.Act, d.Reason, tc.act, tc.reason)
+			f := New(tc.begin.Location(), tc.begin)
+			visitDaily(f, tc.begin, tc.days, 9)
+			for _, m := range tc.more {
+				f.RecordPerson(m)
+			}
+			if d := f.PreWake(tc.at); d.Act != tc.act || d.Reason != tc.why {
+				t.Errorf("PreWake = %v %q, want %v %q", d.Act, d.Reason, tc.act, tc.why)
 			}
 		})
 	}

@@ -21,8 +21,22 @@ func replayText(t *testing.T, envs, events string, week int) Report {
 	return rep
 }
 
+// wed writes events of environment a: "person 10:00:59" on Wednesday
+// 2026-03-04 (in week 1, which starts on Monday 2026-03-02), or with a whole
+// time, "robot 2026-03-09T00:10:00".
+func wed(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		kind, at, _ := strings.Cut(e, " ")
+		if !strings.Contains(at, "T") {
+			at = "2026-03-04T" + at
+		}
+		b.WriteString("a," + at + "Z," + kind + "\n")
+	}
+	return b.String()
+}
+
 // TestIdleOnly checks each rule of idle-only (issue 18) on a tiny trace.
-// 2026-03-04 is a Wednesday of week 1 (which starts Monday 2026-03-02).
 func TestIdleOnly(t *testing.T) {
 	const a = "a,UTC,60,30m,Request,true,true\n"
 	for _, tc := range []struct {
@@ -33,36 +47,22 @@ func TestIdleOnly(t *testing.T) {
 		cold   int
 		awake  float64
 	}{
-		{"one person event is a cold start and 30 minutes awake", a,
-			"a,2026-03-04T10:00:00Z,person\n", 1, 1, 30},
-		{"a person event while resuming is a cold start too", a,
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:00:59Z,person\n", 1, 2, 30 + 59.0/60},
-		{"a person event once Ready is not", a,
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:01:00Z,person\n", 1, 1, 31},
-		{"it pauses at the last person event plus idle_after", a,
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:20:00Z,person\n", 1, 1, 50},
-		{"an event at exactly that instant finds it paused", a,
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:30:00Z,person\n", 1, 2, 60},
-		{"an event a second before it keeps it awake", a,
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:29:59Z,person\n", 1, 1, 59 + 59.0/60},
-		{"it does not pause before it is Ready", "a,UTC,2400,30m,Request,true,true\n",
-			"a,2026-03-04T10:00:00Z,person\n", 1, 1, 40},
-		{"the trace ends an hour after the last event", "a,UTC,60,2h,Request,true,true\n",
-			"a,2026-03-04T10:00:00Z,person\n", 1, 1, 60},
-		{"robots never wake it", a,
-			"a,2026-03-04T09:00:00Z,robot\na,2026-03-04T10:00:00Z,robot\n", 1, 0, 0},
-		{"robots do not keep it awake", a,
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:20:00Z,robot\na,2026-03-04T10:40:00Z,robot\n", 1, 1, 30},
-		{"it starts paused at the first event, whoever's", a,
-			"a,2026-03-04T09:00:00Z,robot\na,2026-03-04T09:00:00Z,person\n", 1, 1, 30},
-		{"scoring from week 2 clips awake time at its Monday 00:00 UTC", a,
-			"a,2026-03-08T23:50:00Z,person\na,2026-03-09T00:10:00Z,person\n", 2, 0, 40},
-		{"scoring from week 2 counts its cold starts only", a,
-			"a,2026-03-08T22:00:00Z,person\na,2026-03-09T10:00:00Z,person\n", 2, 1, 30},
-		{"fractional resume seconds are kept", "a,UTC,0.5,30m,Request,true,true\n",
-			"a,2026-03-04T10:00:00Z,person\na,2026-03-04T10:00:00.4Z,person\n", 1, 2, 30 + 0.4/60},
+		{"one person event is a cold start and 30 minutes awake", a, wed("person 10:00:00"), 1, 1, 30},
+		{"a person event while resuming is a cold start too", a, wed("person 10:00:00", "person 10:00:59"), 1, 2, 30 + 59.0/60},
+		{"a person event once Ready is not", a, wed("person 10:00:00", "person 10:01:00"), 1, 1, 31},
+		{"it pauses at the last person event plus idle_after", a, wed("person 10:00:00", "person 10:20:00"), 1, 1, 50},
+		{"an event at exactly that instant finds it paused", a, wed("person 10:00:00", "person 10:30:00"), 1, 2, 60},
+		{"an event a second before it keeps it awake", a, wed("person 10:00:00", "person 10:29:59"), 1, 1, 59 + 59.0/60},
+		{"it does not pause before it is Ready", "a,UTC,2400,30m,Request,true,true\n", wed("person 10:00:00"), 1, 1, 40},
+		{"the trace ends an hour after the last event", "a,UTC,60,2h,Request,true,true\n", wed("person 10:00:00"), 1, 1, 60},
+		{"robots never wake it", a, wed("robot 09:00:00", "robot 10:00:00"), 1, 0, 0},
+		{"robots do not keep it awake", a, wed("person 10:00:00", "robot 10:20:00", "robot 10:40:00"), 1, 1, 30},
+		{"it starts paused at the first event, whoever's", a, wed("robot 09:00:00", "person 09:00:00"), 1, 1, 30},
+		{"scoring from week 2 clips awake time at its Monday 00:00 UTC", a, wed("person 2026-03-08T23:50:00", "person 2026-03-09T00:10:00"), 2, 0, 40},
+		{"scoring from week 2 counts its cold starts only", a, wed("person 2026-03-08T22:00:00", "person 2026-03-09T10:00:00"), 2, 1, 30},
+		{"fractional resume seconds are kept", "a,UTC,0.5,30m,Request,true,true\n", wed("person 10:00:00", "person 10:00:00.4"), 1, 2, 30 + 0.4/60},
 		{"environments are independent and the total sums them", a + "b,Europe/Berlin,30,10m,Ask,false,false\n",
-			"a,2026-03-04T10:00:00Z,person\nb,2026-03-04T10:05:00Z,person\nb,2026-03-04T10:20:00Z,person\n", 1, 3, 30 + 10 + 10},
+			wed("person 10:00:00") + "b,2026-03-04T10:05:00Z,person\nb,2026-03-04T10:20:00Z,person\n", 1, 3, 30 + 10 + 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := replayText(t, tc.envs, tc.events, tc.week)["idle-only"].Total
