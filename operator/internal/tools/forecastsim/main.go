@@ -9,6 +9,11 @@
 //	forecastsim gen -seed 1 -dir out/              (the napwake-devhours-v1 trace)
 //	forecastsim goal -seeds 1-5                    (issue 18's goal table, in Markdown)
 //
+// An environment whose auto_resume (pause_early) column is false stays on the
+// idle rules in the policies that would pre-wake and hold (pause early), as
+// its spec would have it; its forecast still learns. -wakes writes the wakes
+// of the "forecast" policy, scored or not.
+//
 // It is a benchmark tool: it reads and writes local files and stdout, and
 // touches no cluster and no network.
 package main
