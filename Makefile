@@ -66,6 +66,11 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each; corpora live in 
 bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench/*.md.
 	@export KUBEBUILDER_ASSETS=$(ASSETS); for b in $(ROOT)/hack/bench/*.sh; do echo "[$$(date +%H:%M:%S)] $$b"; "$$b"; done
 
+.PHONY: forecast-sim
+forecast-sim: ## Replay a trace under each wake policy, one JSON object on stdout: ENVS=environments.csv EVENTS=events.csv [SCORE_FROM_WEEK=N] [WAKES=wakes.csv].
+	@test -n "$(ENVS)" -a -n "$(EVENTS)" || { echo "give the trace: make forecast-sim ENVS=environments.csv EVENTS=events.csv" >&2; exit 2; }
+	@$(GO) run ./operator/internal/tools/forecastsim -envs "$(ENVS)" -events "$(EVENTS)" -score-from-week "$(or $(SCORE_FROM_WEEK),1)" $(if $(WAKES),-wakes "$(WAKES)")
+
 ##@ Build
 
 .PHONY: build
