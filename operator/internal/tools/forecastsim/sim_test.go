@@ -10,13 +10,13 @@ import (
 	"napwake.dev/operator/internal/tools/forecastsim/devhours"
 )
 
-// days writes person (or robot) events at hh:mm UTC on the given days of
+// days writes environment a's person (or robot) events at hh:mm UTC on the given days of
 // March 2026 (the 2nd is a Monday).
-func days(env, kind string, hhmm []string, ds ...int) string {
+func days(kind string, hhmm []string, ds ...int) string {
 	var b strings.Builder
 	for _, d := range ds {
 		for _, at := range hhmm {
-			fmt.Fprintf(&b, "%s,2026-03-%02dT%s:00Z,%s\n", env, d, at, kind)
+			fmt.Fprintf(&b, "a,2026-03-%02dT%s:00Z,%s\n", d, at, kind)
 		}
 	}
 	return b.String()
@@ -47,13 +47,13 @@ func TestPolicies(t *testing.T) {
 	}{
 		{
 			name:   "a trace that starts at the first visit has not a full week by the next Monday 08:58",
-			events: days("a", "person", []string{"09:10"}, append(firstWeek, secondWeek...)...), week: 2,
+			events: days("person", []string{"09:10"}, append(firstWeek, secondWeek...)...), week: 2,
 			// Monday 09:10 is a cold start; the busy 09:00 slot holds it to 10:00.
 			want: []want{{"forecast", Counts{ColdStartsPerson: 1, AwakeMinutes: 50 + 4*62, ForecastWakes: 4, ForecastWakesUsed: 4}}},
 		},
 		{
 			name: "a week of 09:10 visits teaches the forecast to wake at 08:58, and each wake is used", fromMidnight: true,
-			events: days("a", "person", []string{"09:10"}, append(firstWeek, secondWeek...)...), week: 2,
+			events: days("person", []string{"09:10"}, append(firstWeek, secondWeek...)...), week: 2,
 			want: []want{
 				{"idle-only", Counts{ColdStartsPerson: 5, AwakeMinutes: 150}},
 				{"forecast-observe", Counts{ColdStartsPerson: 5, AwakeMinutes: 150, ForecastWakes: 5, ForecastWakesUsed: 5}},
@@ -64,17 +64,17 @@ func TestPolicies(t *testing.T) {
 		},
 		{
 			name: "a morning nobody comes is an unused wake, awake until its idle pause", fromMidnight: true,
-			events: days("a", "person", []string{"09:10"}, 2, 3, 4, 5, 6, 9, 10, 12, 13), week: 2,
+			events: days("person", []string{"09:10"}, 2, 3, 4, 5, 6, 9, 10, 12, 13), week: 2,
 			want: []want{{"forecast", Counts{AwakeMinutes: 4*62 + 30, ForecastWakes: 5, ForecastWakesUsed: 4}}},
 		},
 		{
 			name: "no forecast wake 4 days after the last person", fromMidnight: true,
-			events: days("a", "person", []string{"09:10"}, firstWeek...) + days("a", "robot", []string{"12:00"}, 13), week: 2,
+			events: days("person", []string{"09:10"}, firstWeek...) + days("robot", []string{"12:00"}, 13), week: 2,
 			want: []want{{"forecast", Counts{AwakeMinutes: 2 * 30, ForecastWakes: 2}}}, // Monday's and Tuesday's
 		},
 		{
 			name: "busy hours hold it awake between visits instead of pausing", fromMidnight: true,
-			events: days("a", "person", []string{"09:10", "10:20"}, append(firstWeek, secondWeek...)...), week: 2,
+			events: days("person", []string{"09:10", "10:20"}, append(firstWeek, secondWeek...)...), week: 2,
 			want: []want{
 				{"idle-only", Counts{ColdStartsPerson: 10, AwakeMinutes: 300}},
 				// Woken 08:58, held from 09:40 to 10:20 and from 10:50 to 11:00.
@@ -83,7 +83,7 @@ func TestPolicies(t *testing.T) {
 		},
 		{
 			name: "an early pause in quiet hours saves minutes, and a person back before idleAfter is a regret", fromMidnight: true,
-			events: days("a", "person", []string{"09:10"}, firstWeek...) + days("a", "person", []string{"21:00", "21:20"}, 9) + days("a", "person", []string{"21:00"}, 10), week: 2,
+			events: days("person", []string{"09:10"}, firstWeek...) + days("person", []string{"21:00", "21:20"}, 9) + days("person", []string{"21:00"}, 10), week: 2,
 			want: []want{
 				// Mon 21:00-21:50, Tue 21:00-21:30, and Mon's and Tue's 08:58 wakes, unused.
 				{"forecast", Counts{ColdStartsPerson: 2, AwakeMinutes: 50 + 30 + 2*30, ForecastWakes: 2}},
