@@ -273,12 +273,22 @@ func splitTarget(t string) (host, path string) {
 
 type headers struct {
 	userAgent, host, accept, secFetchMode, upgrade string
+	// The rest are read for the asleep page's judgement (request.go).
+	secFetchSite, secFetchUser, origin      string
+	contentType, contentLength, transferEnc string
+	// hasLength and hasTransferEnc say the header came, even empty;
+	// framingRepeated that one of them came twice.
+	hasLength, hasTransferEnc, framingRepeated bool
+	// end is how many bytes the headers took, blank line included, once
+	// complete.
+	end int
 }
 
 // parseHeaders reads header lines up to the blank line. complete says the
 // blank line was seen; otherwise only whole lines so far are used. A line
 // that is not "name: value" is skipped; the first of each header counts.
 func parseHeaders(b []byte) (h headers, complete bool) {
+	all := len(b)
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
 		if nl < 0 {
@@ -287,6 +297,7 @@ func parseHeaders(b []byte) (h headers, complete bool) {
 		line := string(bytes.TrimSuffix(b[:nl], []byte("\r")))
 		b = b[nl+1:]
 		if line == "" {
+			h.end = all - len(b)
 			return h, true
 		}
 		colon := strings.IndexByte(line, ':')
@@ -313,6 +324,22 @@ func parseHeaders(b []byte) (h headers, complete bool) {
 			set(&h.secFetchMode)
 		case "upgrade":
 			set(&h.upgrade)
+		case "sec-fetch-site":
+			set(&h.secFetchSite)
+		case "sec-fetch-user":
+			set(&h.secFetchUser)
+		case "origin":
+			set(&h.origin)
+		case "content-type":
+			set(&h.contentType)
+		case "content-length":
+			h.framingRepeated = h.framingRepeated || h.hasLength
+			h.hasLength = true
+			set(&h.contentLength)
+		case "transfer-encoding":
+			h.framingRepeated = h.framingRepeated || h.hasTransferEnc
+			h.hasTransferEnc = true
+			set(&h.transferEnc)
 		}
 	}
 	return h, false
