@@ -223,9 +223,15 @@ func isBrowser(h headers) bool {
 	if h.upgrade != "" || !strings.HasPrefix(h.userAgent, "Mozilla/") {
 		return false
 	}
-	lua := asciiLower(h.userAgent)
+	var buf [512]byte // lowered here, a User-Agent costs no allocation
+	lua := append(buf[:0], h.userAgent...)
+	for i, c := range lua {
+		if c >= 'A' && c <= 'Z' {
+			lua[i] = c + 'a' - 'A'
+		}
+	}
 	for _, w := range crawlerWords {
-		if strings.Contains(lua, w) {
+		if bytes.Contains(lua, []byte(w)) {
 			return false
 		}
 	}
@@ -288,71 +294,111 @@ type headers struct {
 // blank line was seen; otherwise only whole lines so far are used. A line
 // that is not "name: value" is skipped; the first of each header counts.
 func parseHeaders(b []byte) (h headers, complete bool) {
-	all := len(b)
-	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
+	return parseHeaderText(string(b))
+}
+
+// parseHeaderText is parseHeaders on a string: every value kept is a part
+// of s, so reading a head costs one copy and no allocation per line.
+func parseHeaderText(s string) (h headers, complete bool) {
+	all := len(s)
+	for len(s) > 0 {
+		nl := strings.IndexByte(s, '\n')
 		if nl < 0 {
 			return h, false
 		}
-		line := string(bytes.TrimSuffix(b[:nl], []byte("\r")))
-		b = b[nl+1:]
+		line := strings.TrimSuffix(s[:nl], "\r")
+		s = s[nl+1:]
 		if line == "" {
-			h.end = all - len(b)
+			h.end = all - len(s)
 			return h, true
 		}
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
+		colon := 0 // the name is a token, then the colon
+		for colon < len(line) && tokenChar[line[colon]] {
+			colon++
+		}
+		if colon == 0 || colon == len(line) || line[colon] != ':' {
 			continue
 		}
-		name, value := line[:colon], strings.Trim(line[colon+1:], " \t")
-		if !isToken([]byte(name)) {
-			continue
-		}
-		set := func(dst *string) {
-			if *dst == "" {
-				*dst = value
-			}
-		}
-		switch asciiLower(name) {
-		case "user-agent":
-			set(&h.userAgent)
-		case "host":
-			set(&h.host)
-		case "accept":
-			set(&h.accept)
-		case "sec-fetch-mode":
-			set(&h.secFetchMode)
-		case "upgrade":
-			set(&h.upgrade)
-		case "sec-fetch-site":
-			set(&h.secFetchSite)
-		case "sec-fetch-user":
-			set(&h.secFetchUser)
-		case "origin":
-			set(&h.origin)
-		case "content-type":
-			set(&h.contentType)
-		case "content-length":
-			h.framingRepeated = h.framingRepeated || h.hasLength
-			h.hasLength = true
-			set(&h.contentLength)
-		case "transfer-encoding":
-			h.framingRepeated = h.framingRepeated || h.hasTransferEnc
-			h.hasTransferEnc = true
-			set(&h.transferEnc)
+		if dst := h.field(line[:colon]); dst != nil && *dst == "" {
+			*dst = trimSpaceTab(line[colon+1:])
 		}
 	}
 	return h, false
 }
 
+// field returns where the header called name (any case) is kept, nil for a
+// header not read. It notes a framing header seen twice.
+func (h *headers) field(name string) *string {
+	var lower [len("transfer-encoding")]byte // the longest name read
+	if len(name) > len(lower) {
+		return nil
+	}
+	for i := range len(name) {
+		c := name[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	switch string(lower[:len(name)]) {
+	case "user-agent":
+		return &h.userAgent
+	case "host":
+		return &h.host
+	case "accept":
+		return &h.accept
+	case "sec-fetch-mode":
+		return &h.secFetchMode
+	case "upgrade":
+		return &h.upgrade
+	case "sec-fetch-site":
+		return &h.secFetchSite
+	case "sec-fetch-user":
+		return &h.secFetchUser
+	case "origin":
+		return &h.origin
+	case "content-type":
+		return &h.contentType
+	case "content-length":
+		h.framingRepeated = h.framingRepeated || h.hasLength
+		h.hasLength = true
+		return &h.contentLength
+	case "transfer-encoding":
+		h.framingRepeated = h.framingRepeated || h.hasTransferEnc
+		h.hasTransferEnc = true
+		return &h.transferEnc
+	}
+	return nil
+}
+
 // isToken reports whether b is an RFC 9110 token.
-func isToken(b []byte) bool {
-	for _, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+func isToken[T string | []byte](b T) bool {
+	for i := range len(b) {
+		if !tokenChar[b[i]] {
 			return false
 		}
 	}
 	return len(b) > 0
+}
+
+// tokenChar marks the bytes of an RFC 9110 token: letters, digits and
+// !#$%&'*+-.^_`|~.
+var tokenChar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
+	}
+	return t
+}()
+
+// trimSpaceTab is strings.Trim(s, " \t") without building a cutset.
+func trimSpaceTab(s string) string {
+	for s != "" && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func hasPrefixFold(s, p string) bool {
@@ -365,12 +411,24 @@ func indexFold(s, sub string) int {
 	return strings.Index(asciiLower(s), asciiLower(sub))
 }
 
+// asciiLower lowers ASCII letters only, byte for byte, so indexes stay
+// valid in s; a string without capitals is returned as it is. It copies
+// the runs between capitals whole: one allocation, few writes.
 func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+	i := strings.IndexFunc(s, isUpperASCII)
+	if i < 0 {
+		return s
 	}
-	return string(b)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i >= 0 {
+		b.WriteString(s[:i])
+		b.WriteByte(s[i] + 'a' - 'A')
+		s = s[i+1:]
+		i = strings.IndexFunc(s, isUpperASCII)
+	}
+	b.WriteString(s)
+	return b.String()
 }
+
+func isUpperASCII(r rune) bool { return r >= 'A' && r <= 'Z' }
