@@ -48,14 +48,16 @@ func ParseRequest(b []byte) (r Request, ok bool) {
 	if nl < 0 {
 		return Request{}, false
 	}
-	parts := strings.Split(strings.TrimSuffix(string(b[:nl]), "\r"), " ")
-	if len(parts) != 3 || !isToken([]byte(parts[0])) || len(parts[0]) > maxMethodLen ||
-		parts[1] == "" || !strings.HasPrefix(parts[2], "HTTP/1.") {
+	s := string(b) // one copy: every string in r is a part of it
+	method, rest, _ := strings.Cut(strings.TrimSuffix(s[:nl], "\r"), " ")
+	target, proto, _ := strings.Cut(rest, " ")
+	if !isToken(method) || len(method) > maxMethodLen || target == "" ||
+		!strings.HasPrefix(proto, "HTTP/1.") || strings.IndexByte(proto, ' ') >= 0 {
 		return Request{}, false
 	}
-	r.Method, r.Target = parts[0], parts[1]
+	r.Method, r.Target = method, target
 	r.Host, r.Path = splitTarget(r.Target)
-	h, complete := parseHeaders(b[nl+1:])
+	h, complete := parseHeaderText(s[nl+1:])
 	if h.host != "" {
 		r.Host = h.host
 	}
