@@ -17,10 +17,10 @@
 //     again and use what another pod wrote. Then ring = ring.Observe(keys,
 //     now), swapped in whole. A Secret that is not found leaves the ring as
 //     it is.
-//  2. A connection classify judges Asleep (Ask, HTTP, not a probe or a
-//     hidden file): classify.ParseRequest its first bytes, then Judge with
-//     the bytes past the head, the workload, its status.pause.startedAt,
-//     the ring, its napwake.dev/last-request and now. On NeedMore read on,
+//  2. A connection classify.ClassifyHead judges Asleep (Ask, HTTP, not a
+//     probe or a hidden file): Judge its head, with the bytes past the
+//     head, the workload, its status.pause.startedAt, the ring, its
+//     napwake.dev/last-request and now. On NeedMore read on,
 //     to at most MaxBodyBytes past the head (or until the caller stops),
 //     and Judge again, with Final once no more will come.
 //  3. Answer by Kind, as the table below says. A fresh token is

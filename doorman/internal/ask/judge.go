@@ -118,7 +118,7 @@ type Verdict struct {
 // Input is what the doorman knows when it judges a request to a paused
 // workload that asks (classify said Asleep).
 type Input struct {
-	// Req is the request's head (classify.ParseRequest).
+	// Req is the request's head, as classify.ClassifyHead read it.
 	Req *classify.Request
 	// Body is what has been read past the head, up to MaxBodyBytes.
 	Body []byte

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"napwake.dev/doorman/internal/classify"
 )
 
 // FuzzJudge: Judge must never panic, never need more once final, never
@@ -27,7 +25,7 @@ func FuzzJudge(f *testing.F) {
 		f.Add([]byte(s), true, int64(30))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, final bool, lastAgo int64) {
-		r, ok := classify.ParseRequest(b)
+		r, ok := headOf(b)
 		if !ok {
 			return
 		}

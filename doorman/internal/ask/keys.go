@@ -96,7 +96,10 @@ func (k Key) mac() *macState {
 	if k.macs == nil {
 		return newMACState(k.secret)
 	}
-	return k.macs.Get().(*macState) //nolint:forcetypeassert // the pool holds only these.
+	if m, ok := k.macs.Get().(*macState); ok {
+		return m
+	}
+	return newMACState(k.secret)
 }
 
 // release resets m and gives it back to k's pool.

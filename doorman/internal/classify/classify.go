@@ -118,6 +118,15 @@ type Result struct {
 // bytes will be read for the decision. It never returns NeedMore when final
 // is set or len(b) >= MaxHeaderBytes.
 func Classify(b []byte, final bool, o Options) Result {
+	r, _ := ClassifyHead(b, final, o)
+	return r
+}
+
+// ClassifyHead is Classify, also returning the head of the HTTP/1 request
+// it read (request.go): a workload that asks judges a request from it
+// (package ask) without reading it again. The head is the zero Request when
+// b is not HTTP/1 or more bytes are needed.
+func ClassifyHead(b []byte, final bool, o Options) (Result, Request) {
 	if len(b) > MaxHeaderBytes {
 		b = b[:MaxHeaderBytes]
 	}
@@ -128,9 +137,9 @@ func Classify(b []byte, final bool, o Options) Result {
 	}
 	if len(b) == 0 {
 		if final {
-			return notHTTP
+			return notHTTP, Request{}
 		}
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	sp := bytes.IndexByte(b, ' ')
 	method := b
@@ -138,39 +147,39 @@ func Classify(b []byte, final bool, o Options) Result {
 		method = b[:sp]
 	}
 	if len(method) == 0 || len(method) > maxMethodLen || !isToken(method) {
-		return notHTTP
+		return notHTTP, Request{}
 	}
 	if sp < 0 {
 		if final {
-			return notHTTP
+			return notHTTP, Request{}
 		}
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	nl := bytes.IndexByte(b, '\n')
 	if nl < 0 {
 		if final {
-			return notHTTP
+			return notHTTP, Request{}
 		}
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	line := strings.TrimSuffix(string(b[:nl]), "\r")
 	parts := strings.Split(line, " ")
 	if len(parts) != 3 || !strings.HasPrefix(parts[2], "HTTP/1.") || parts[1] == "" {
-		return notHTTP
+		return notHTTP, Request{}
 	}
 	r := Result{Method: parts[0]}
 	r.Host, r.Path = splitTarget(parts[1])
 
 	h, complete := parseHeaders(b[nl+1:])
 	if !complete && !final {
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	if h.host != "" {
 		r.Host = h.host
 	}
 	r.WantsJSON = strings.Contains(asciiLower(h.accept), "json")
 	r.Kind = decide(r, h, o)
-	return r
+	return r, newRequest(parts[0], parts[1], r, h, nl+1, complete)
 }
 
 func decide(r Result, h headers, o Options) Kind {

@@ -1,14 +1,11 @@
 package classify
 
-import (
-	"bytes"
-	"strings"
-)
+import "strings"
 
-// Request is what the doorman reads of an HTTP/1 request's head for a
+// Request is what ClassifyHead read of an HTTP/1 request's head, for a
 // workload that asks before waking: every header the asleep page's
 // judgement (package ask) looks at. Values are as sent, trimmed; the first
-// of each header counts, as in Classify.
+// of each header counts.
 type Request struct {
 	// Method and Target are the request line's; Target is as sent, query
 	// included.
@@ -31,44 +28,26 @@ type Request struct {
 	HasContentLength, HasTransferEncoding, FramingRepeated bool
 
 	// HeadLen is how many bytes the head took, its blank line included: the
-	// body starts there. It is 0 while the head has not ended within the
-	// bytes given (or within MaxHeaderBytes).
+	// body starts there. It is 0 when the head did not end within the bytes
+	// given (or within MaxHeaderBytes), as ClassifyHead judges with final.
 	HeadLen int
 }
 
-// ParseRequest reads the head of the HTTP/1 request at the start of b. ok is
-// false when b does not start with a whole HTTP/1 request line. Only the
-// first MaxHeaderBytes count, as in Classify; HeadLen says whether the head
-// ended within them.
-func ParseRequest(b []byte) (r Request, ok bool) {
-	if len(b) > MaxHeaderBytes {
-		b = b[:MaxHeaderBytes]
+// newRequest makes the Request of a head whose request line (method and
+// target) takes lineLen bytes, r being what Classify read of it and h its
+// headers.
+func newRequest(method, target string, r Result, h headers, lineLen int, complete bool) Request {
+	q := Request{
+		Method: method, Target: target, Host: r.Host, Path: r.Path,
+		UserAgent: h.userAgent, Accept: h.accept, Upgrade: h.upgrade,
+		SecFetchSite: h.secFetchSite, SecFetchMode: h.secFetchMode, SecFetchUser: h.secFetchUser, Origin: h.origin,
+		ContentType: h.contentType, ContentLength: h.contentLength, TransferEncoding: h.transferEnc,
+		HasContentLength: h.hasLength, HasTransferEncoding: h.hasTransferEnc, FramingRepeated: h.framingRepeated,
 	}
-	nl := bytes.IndexByte(b, '\n')
-	if nl < 0 {
-		return Request{}, false
-	}
-	s := string(b) // one copy: every string in r is a part of it
-	method, rest, _ := strings.Cut(strings.TrimSuffix(s[:nl], "\r"), " ")
-	target, proto, _ := strings.Cut(rest, " ")
-	if !isToken(method) || len(method) > maxMethodLen || target == "" ||
-		!strings.HasPrefix(proto, "HTTP/1.") || strings.IndexByte(proto, ' ') >= 0 {
-		return Request{}, false
-	}
-	r.Method, r.Target = method, target
-	r.Host, r.Path = splitTarget(r.Target)
-	h, complete := parseHeaderText(s[nl+1:])
-	if h.host != "" {
-		r.Host = h.host
-	}
-	r.UserAgent, r.Accept, r.Upgrade = h.userAgent, h.accept, h.upgrade
-	r.SecFetchSite, r.SecFetchMode, r.SecFetchUser, r.Origin = h.secFetchSite, h.secFetchMode, h.secFetchUser, h.origin
-	r.ContentType, r.ContentLength, r.TransferEncoding = h.contentType, h.contentLength, h.transferEnc
-	r.HasContentLength, r.HasTransferEncoding, r.FramingRepeated = h.hasLength, h.hasTransferEnc, h.framingRepeated
 	if complete {
-		r.HeadLen = nl + 1 + h.end
+		q.HeadLen = lineLen + h.end
 	}
-	return r, true
+	return q
 }
 
 // Browser reports whether the request is a person's browser navigating, as

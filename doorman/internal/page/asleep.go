@@ -17,15 +17,20 @@ const AsleepRefreshSeconds = 60
 // name.
 const TokenField = "napwake-token"
 
-// asleepStyle is the asleep page's only style: the waking-up page's, a
-// resting dot, the notice and the button.
-const asleepStyle = style + `.dot.z{background:#8a94a6;animation:none}.note{color:#8a3b12;background:#fdf0e6;border-radius:.5rem;padding:.6rem .9rem}button{font:inherit;font-weight:600;margin:.5rem 0 1rem;padding:.6rem 1.6rem;border:0;border-radius:.5rem;background:#2f5bd3;color:#fff;cursor:pointer}button:disabled{background:#8a94a6;cursor:default}code{font-family:ui-monospace,monospace}`
+// asleepStyle is the asleep page's only style: the waking-up page's look,
+// a resting dot, the notice and the button.
+const asleepStyle = `body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;font:16px/1.5 system-ui,sans-serif;background:#f6f7f9;color:#1d2330}` +
+	`main{max-width:36rem;padding:2rem;text-align:center}h1{font-size:1.4rem;margin:.5rem 0}p{color:#555}` +
+	`.addr,code{font-family:ui-monospace,monospace;word-break:break-all}.addr{color:#3a4a6b}` +
+	`i{display:inline-block;width:.8rem;height:.8rem;border-radius:50%;background:#8a94a6}` +
+	`.note{color:#8a3b12;background:#fdf0e6;border-radius:.5rem;padding:.6rem .9rem}` +
+	`button{font:inherit;font-weight:600;margin:.5rem 0 1rem;padding:.6rem 1.6rem;border:0;border-radius:.5rem;background:#2f5bd3;color:#fff;cursor:pointer}button:disabled{background:#8a94a6}`
 
 // asleepScript is the page's only script. It marks the button as pressed
 // so a second press does not post again (and get the 429), and undoes that
 // when the browser shows the page again from its history. It never
 // submits the form: only a person's press does (design.md section 13).
-const asleepScript = `(function(){var f=document.forms[0],b=f.querySelector("button");f.addEventListener("submit",function(){b.disabled=true;b.textContent="Waking\u2026"});addEventListener("pageshow",function(){b.disabled=false;b.textContent="Wake it"})})()`
+const asleepScript = `var b=document.querySelector("button");b.form.onsubmit=function(){b.disabled=true;b.textContent="Waking\u2026"};onpageshow=function(){b.disabled=false;b.textContent="Wake it"}`
 
 // AsleepCSP is the asleep page's Content-Security-Policy: its own style and
 // script, by hash, images only from data:, the form posting only back to
@@ -91,7 +96,7 @@ const (
 		`<meta http-equiv="refresh" content="60">` +
 		`<meta name="robots" content="noindex"><meta name="viewport" content="width=device-width,initial-scale=1">` +
 		`<title>Asleep</title><link rel="icon" href="` + icon + `"><style>` + asleepStyle + `</style></head>` +
-		`<body><main><span class="dot z"></span><h1>This environment is asleep</h1><p class="addr">`
+		`<body><main><i></i><h1>This environment is asleep</h1><p class="addr">`
 	asleepNote = `<p class="note">`
 	asleepForm = `<p>It starts when someone asks for it, which takes a moment.</p>` +
 		`<form method="post"><input type="hidden" name="` + TokenField + `" value="`
