@@ -19,9 +19,8 @@ import (
 //
 //	go test -run '^$' -bench AskAgainstTheWakingPage -count 6 ./internal/ask/
 func BenchmarkAskAgainstTheWakingPage(b *testing.B) {
-	k := testKey(b, 1)
-	ring := ringOf(b, k)
-	raw := []byte(click(Issue(k, workload, pausedA, t0), chromeHTTPS))
+	_, ring, tok := fixture(b)
+	raw := []byte(click(tok, chromeHTTPS))
 	r, _ := headOf(raw)
 	starting := 14 * time.Second
 	waking := page.Waking{Host: host, Path: "/pr/42", Starting: &starting}
@@ -58,9 +57,7 @@ func BenchmarkAskAgainstTheWakingPage(b *testing.B) {
 // BenchmarkAskParts measures each part alone, to see where the cost goes;
 // "classify" is the head's reading both paths share.
 func BenchmarkAskParts(b *testing.B) {
-	k := testKey(b, 1)
-	ring := ringOf(b, k)
-	tok := Issue(k, workload, pausedA, t0)
+	k, ring, tok := fixture(b)
 	raw := []byte(click(tok, chromeHTTPS))
 	r, _ := headOf(raw)
 	for _, part := range []struct {

@@ -12,9 +12,7 @@ import (
 // whose form carries a good token, outside a minute of the last wake
 // request.
 func FuzzJudge(f *testing.F) {
-	k := testKey(f, 1)
-	ring := ringOf(f, k)
-	good := Issue(k, workload, pausedA, t0.Add(-time.Minute))
+	_, ring, good := fixture(f)
 	for _, s := range []string{
 		click(good, chromeHTTPS), click(good, chromeHTTP), click(good, safariHTTPS), click(good, firefox85TLS),
 		chunkedClick(good, chromeHTTPS), click(good, ua(chrome), html, "Origin: http://"+host+":8080\r\n"),

@@ -76,8 +76,7 @@ func judge(t testing.TB, raw string, ring *Ring, final bool, last time.Time) Ver
 }
 
 func TestWhatBrowsersRobotsAndAPIClientsSee(t *testing.T) {
-	k := testKey(t, 1)
-	ring := ringOf(t, k)
+	k, ring, _ := fixture(t)
 	good := Issue(k, workload, pausedA, t0.Add(-time.Minute))
 	expired := Issue(k, workload, pausedA, t0.Add(-TokenLife))
 	earlier := Issue(k, workload, pausedA.Add(-24*time.Hour), t0.Add(-time.Minute))
@@ -137,6 +136,7 @@ func TestWhatBrowsersRobotsAndAPIClientsSee(t *testing.T) {
 		{"a browser posting the app's login form gets the page as 200", postForm("user=ana&password=x", chromeHTTPS), false, never, OtherForm, false},
 		{"a browser posting another form from another site gets the page as 200", postForm("q=1", ua(chrome), html, "Sec-Fetch-Site: cross-site\r\n", navigate, user), false, never, OtherForm, false},
 		{"a browser posting an empty form gets the page as 200", postForm("", chromeHTTP), false, never, OtherForm, false},
+		{"a browser's other form sent on chunked by a proxy gets the page as 200", strings.Replace(chunkedClick(good, chromeHTTPS), page.TokenField, "napwake-tokex", 1), false, never, OtherForm, false},
 		// Anything else.
 		{"curl gets 503", get(ua("curl/8.5.0"), "Accept: */*\r\n"), false, never, Unavailable, false},
 		{"an API client asking for JSON gets 503 in JSON", get(ua("python-requests/2.32"), "Accept: application/json\r\n"), false, never, Unavailable, true},
@@ -207,8 +207,8 @@ func TestKinds(t *testing.T) {
 }
 
 func TestAThousandClicksInASecondFromOneSourceWakeOnce(t *testing.T) {
-	ring := ringOf(t, testKey(t, 1))
-	raw := click(Issue(ring.current, workload, pausedA, t0), chromeHTTPS)
+	_, ring, tok := fixture(t)
+	raw := click(tok, chromeHTTPS)
 	r, _ := headOf([]byte(raw))
 	in := Input{Req: &r, Body: []byte(raw[r.HeadLen:]), Workload: workload, PausedAt: pausedA, Ring: ring}
 	wakes := 0
@@ -229,7 +229,7 @@ func TestAThousandClicksInASecondFromOneSourceWakeOnce(t *testing.T) {
 }
 
 func TestAClickEverySecondWakesOnceAMinute(t *testing.T) {
-	ring := ringOf(t, testKey(t, 1))
+	_, ring, _ := fixture(t)
 	var wakes []time.Duration
 	var last time.Time
 	for s := time.Duration(0); s < 3*time.Minute; s += time.Second {

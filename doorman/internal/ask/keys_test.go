@@ -107,6 +107,7 @@ func TestRing(t *testing.T) {
 		{"a pod started after the switch signs with the new key and accepts the previous one", newcomer, 3 * time.Minute, k2.ID, []string{k2.ID, k1.ID}},
 		{"a pod started after the switch stops accepting the previous one 12 minutes after it", newcomer, 12 * time.Minute, k2.ID, []string{k2.ID}},
 		{"a second switch within the overlap keeps both older keys", thrice, 2 * time.Minute, k2.ID, []string{k3.ID, k2.ID, k1.ID}},
+		{"a Secret deleted under the doorman, read as no keys, changes nothing", switcher.Observe(Keys{}, t0.Add(5*time.Minute)), 0, k1.ID, []string{k2.ID, k1.ID}},
 		{"the same key read again changes nothing", switcher.Observe(switched, t0.Add(5*time.Minute)), 0, k1.ID, []string{k2.ID, k1.ID}},
 		{"a switch time in the future counts as now", old.Observe(Keys{Current: k2, Previous: k1, SwitchedAt: t0.Add(time.Hour)}, t0), 59 * time.Second, k1.ID, []string{k2.ID, k1.ID}},
 		{"a switch read long after it happened signs with the new key at once", old.Observe(Keys{Current: k2, Previous: k1, SwitchedAt: t0.Add(-time.Hour)}, t0), 0, k2.ID, []string{k2.ID, k1.ID}},

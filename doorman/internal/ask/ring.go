@@ -101,8 +101,9 @@ func (r *Ring) lookup(id []byte, now time.Time) (Key, bool) {
 // SwitchedAt is another pod's clock: one in the future counts as now, so a
 // fast clock cannot hold the old key in use.
 //
-// A Secret deleted under a running doorman is not observed: the pod keeps
-// its ring (it cannot create the Secret) until the Secret is back.
+// A Secret deleted under a running doorman is not observed (Keys{} changes
+// nothing either): the pod keeps its ring, since it cannot create the
+// Secret, until the Secret is back.
 func (r *Ring) Observe(k Keys, now time.Time) Ring {
 	if k.Current.ID == "" || k.Current.ID == r.current.ID {
 		return *r

@@ -33,10 +33,17 @@ func ringOf(t testing.TB, k Key) *Ring {
 	return &r
 }
 
+// fixture is the key most tests sign with, a ring of it alone and a token
+// it signed at t0.
+func fixture(t testing.TB) (Key, *Ring, string) {
+	t.Helper()
+	k := testKey(t, 1)
+	return k, ringOf(t, k), Issue(k, workload, pausedA, t0)
+}
+
 func TestIssuedTokensVerify(t *testing.T) {
-	k, other := testKey(t, 1), testKey(t, 2)
-	ring := ringOf(t, k)
-	tok := Issue(k, workload, pausedA, t0)
+	_, ring, tok := fixture(t)
+	other := testKey(t, 2)
 	if len(tok) != 78 {
 		t.Errorf("token is %d characters, want 78: %q", len(tok), tok)
 	}
@@ -69,9 +76,7 @@ func TestIssuedTokensVerify(t *testing.T) {
 }
 
 func TestBadTokens(t *testing.T) {
-	k := testKey(t, 1)
-	ring := ringOf(t, k)
-	tok := Issue(k, workload, pausedA, t0)
+	k, ring, tok := fixture(t)
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +123,7 @@ func TestBadTokens(t *testing.T) {
 const sha256Size = 32
 
 func TestAHugeTokenAllocatesNothing(t *testing.T) {
-	ring := ringOf(t, testKey(t, 1))
+	_, ring, _ := fixture(t)
 	huge := strings.Repeat("A", 1<<20)
 	if n := testing.AllocsPerRun(100, func() { Verify(huge, ring, workload, pausedA, t0) }); n != 0 {
 		t.Fatalf("verifying a megabyte of token allocated %v times, want 0", n)
@@ -130,9 +135,7 @@ func TestAHugeTokenAllocatesNothing(t *testing.T) {
 // one spelling), and never call a token longer than MaxTokenLen anything
 // but malformed.
 func FuzzVerify(f *testing.F) {
-	k := testKey(f, 1)
-	ring := ringOf(f, k)
-	good := Issue(k, workload, pausedA, t0)
+	_, ring, good := fixture(f)
 	for _, s := range []string{good, good[:40], good + "A", "", "AAAA", strings.Repeat("_", 100), "AQhrZXk"} {
 		f.Add(s)
 	}
