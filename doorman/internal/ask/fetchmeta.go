@@ -29,7 +29,7 @@ func fromPage(r *classify.Request) (Kind, string) {
 	switch {
 	case r.Origin == "":
 		return OldBrowser, "a click with neither fetch metadata nor Origin"
-	case !OriginIsHost(r.Origin, r.Host):
+	case !originIsHost(r.Origin, r.Host):
 		return OtherAddress, "a click whose Origin is not the page's address"
 	}
 	return Wake, ""
@@ -50,13 +50,13 @@ func sendsFetchUser(ua string) bool {
 	return i < 0 || !(strings.HasPrefix(ua[i:], "iPhone") || strings.HasPrefix(ua[i:], "iPad") || strings.HasPrefix(ua[i:], "iPod"))
 }
 
-// OriginIsHost reports whether origin (an Origin header) names the address
+// originIsHost reports whether origin (an Origin header) names the address
 // host (a Host header) was sent to: http:// or https://, then the same host
 // (ignoring ASCII case) and the same port, a missing port meaning the
 // scheme's default on both sides. Both schemes count: behind a
 // TLS-terminating proxy the doorman sees plain HTTP for an https:// page.
 // "null", a path, user info or any other scheme never matches.
-func OriginIsHost(origin, host string) bool {
+func originIsHost(origin, host string) bool {
 	scheme, rest, ok := strings.Cut(origin, "://")
 	if !ok || rest == "" || strings.ContainsAny(rest, "/?#@\\ \t") {
 		return false

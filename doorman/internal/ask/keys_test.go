@@ -125,6 +125,9 @@ func TestRing(t *testing.T) {
 			}
 		})
 	}
+	if s := switcher.String(); strings.Contains(s, string(bytes.Repeat([]byte{1}, 4))) || !strings.Contains(s, k1.ID) || !strings.Contains(s, k2.ID) {
+		t.Errorf("a ring prints as %q: want its key ids and no key", s)
+	}
 	if _, ok := (&Ring{}).Signer(t0); ok {
 		t.Error("an empty ring has a signer")
 	}

@@ -1,6 +1,9 @@
 package ask
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // SignDelay is how long after a switch every pod goes on signing with the
 // previous key. Each pod reads the Secret at least once a minute, so by then
@@ -38,6 +41,22 @@ type Ring struct {
 type oldKey struct {
 	key   Key
 	until time.Time
+}
+
+// String names the ring's keys by their ids only, so logging a Ring never
+// shows a key.
+func (r Ring) String() string {
+	var b strings.Builder
+	b.WriteString("current " + r.current.ID)
+	if r.signer.ID != "" {
+		b.WriteString(", signing with " + r.signer.ID + " until " + r.signUntil.UTC().Format(time.RFC3339))
+	}
+	for _, o := range r.old {
+		if o.key.ID != "" {
+			b.WriteString(", accepting " + o.key.ID + " until " + o.until.UTC().Format(time.RFC3339))
+		}
+	}
+	return b.String()
 }
 
 // Empty reports whether the ring holds no key.

@@ -102,6 +102,9 @@ func Verify(tok string, ring *Ring, workload string, pausedAt, now time.Time) To
 	if tok == "" || len(tok) > MaxTokenLen || !isBase64URL(tok) {
 		return TokenMalformed
 	}
+	if ring == nil {
+		ring = &Ring{}
+	}
 	var raw [MaxTokenLen]byte // base64 decodes to less than its text
 	n, err := tokenEncoding.Decode(raw[:], []byte(tok))
 	if err != nil || n < tokenFixed || raw[0] != tokenVersion {

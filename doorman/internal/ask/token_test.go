@@ -64,6 +64,7 @@ func TestIssuedTokensVerify(t *testing.T) {
 		{"a token for another workload is forged", tok, ring, "previews/pr-413", pausedA, t0, TokenForged},
 		{"a token signed with a key the ring does not hold has an unknown key", tok, ringOf(t, other), workload, pausedA, t0, TokenUnknownKey},
 		{"a token checked against an empty ring has an unknown key", tok, &Ring{}, workload, pausedA, t0, TokenUnknownKey},
+		{"a token checked against no ring has an unknown key", tok, nil, workload, pausedA, t0, TokenUnknownKey},
 		{"a pause's start counts in whole seconds", tok, ring, workload, pausedA.Add(999 * time.Millisecond), t0, TokenGood},
 	}
 	for _, tc := range cases {
