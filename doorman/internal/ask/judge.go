@@ -157,7 +157,8 @@ type Input struct {
 //  6. Within ClickInterval of the last wake request it is TooSoon;
 //     otherwise it is Wake.
 //
-// Judge never panics and never returns Wake without a good token.
+// Judge never panics (in.Req must be set) and never returns Wake without a
+// good token.
 func Judge(in *Input) Verdict {
 	r := in.Req
 	switch r.Method {

@@ -170,9 +170,10 @@ func (r *Ring) accept(key Key, until, now time.Time) {
 			soonest = i
 		}
 	}
-	if free >= 0 {
+	switch {
+	case free >= 0:
 		r.old[free] = oldKey{key: key, until: until}
-	} else if until.After(r.old[soonest].until) {
+	case until.After(r.old[soonest].until):
 		r.old[soonest] = oldKey{key: key, until: until}
 	}
 }

@@ -91,12 +91,13 @@ func asleepHead(status, extra string) string {
 }
 
 // The page's fixed parts, around the address, the notice and the token.
+var asleepTop = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
+	`<meta http-equiv="refresh" content="` + strconv.Itoa(AsleepRefreshSeconds) + `">` +
+	`<meta name="robots" content="noindex"><meta name="viewport" content="width=device-width,initial-scale=1">` +
+	`<title>Asleep</title><link rel="icon" href="` + icon + `"><style>` + asleepStyle + `</style></head>` +
+	`<body><main><i></i><h1>This environment is asleep</h1><p class="addr">`
+
 const (
-	asleepTop = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
-		`<meta http-equiv="refresh" content="60">` +
-		`<meta name="robots" content="noindex"><meta name="viewport" content="width=device-width,initial-scale=1">` +
-		`<title>Asleep</title><link rel="icon" href="` + icon + `"><style>` + asleepStyle + `</style></head>` +
-		`<body><main><i></i><h1>This environment is asleep</h1><p class="addr">`
 	asleepNote = `<p class="note">`
 	asleepForm = `<p>It starts when someone asks for it, which takes a moment.</p>` +
 		`<form method="post"><input type="hidden" name="` + TokenField + `" value="`
