@@ -223,8 +223,14 @@ func findToken(data []byte) Form {
 		seen++
 		f.HasToken = true
 		f.Token = ""
-		if v, err := url.QueryUnescape(string(value)); err == nil && seen == 1 {
-			f.Token = v
+		switch {
+		case seen > 1:
+		case bytes.IndexAny(value, "%+") < 0:
+			f.Token = string(value)
+		default:
+			if v, err := url.QueryUnescape(string(value)); err == nil {
+				f.Token = v
+			}
 		}
 	}
 	return f

@@ -131,7 +131,10 @@ func (a AsleepPage) Render() []byte {
 	if len(host)+len(path) > maxShown || !plain(host) || !plain(path) {
 		host, path = shownAddress(host, path), ""
 	}
-	tok := html.EscapeString(a.Token)
+	tok := a.Token // base64url, as ask.Issue makes it, needs no escaping
+	if !plain(tok) {
+		tok = html.EscapeString(tok)
+	}
 	bodyLen := len(asleepTop) + len(host) + len(path) + len("</p>") + len(asleepForm) + len(tok) + len(asleepEnd)
 	if n.text != "" {
 		bodyLen += len(asleepNote) + len(n.text) + len("</p>")
