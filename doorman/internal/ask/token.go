@@ -73,8 +73,13 @@ func (v TokenVerdict) String() string {
 // Issue returns the token for a Wake it button: signed with k for
 // workload ("namespace/name") and the pause that began at pausedAt
 // (status.pause.startedAt), good until now + TokenLife. Times count in
-// whole seconds, as the API stores them.
+// whole seconds, as the API stores them. A Key KeyFrom did not make (the
+// zero Key an empty ring's Signer returns) gives "", which verifies as
+// malformed.
 func Issue(k Key, workload string, pausedAt, now time.Time) string {
+	if k.ID == "" || len(k.ID) > MaxKeyIDLen || len(k.secret) == 0 {
+		return ""
+	}
 	var raw [maxTokenRaw]byte
 	b := append(raw[:0], tokenVersion, byte(len(k.ID)))
 	b = append(b, k.ID...)

@@ -123,6 +123,14 @@ func TestBadTokens(t *testing.T) {
 
 const sha256Size = 32
 
+func TestNoKeyIssuesNoToken(t *testing.T) {
+	for _, k := range []Key{{}, {ID: strings.Repeat("x", 17)}, {ID: "abc"}} {
+		if tok := Issue(k, workload, pausedA, t0); tok != "" {
+			t.Errorf("Issue(%v) = %q, want no token", k, tok)
+		}
+	}
+}
+
 func TestAHugeTokenAllocatesNothing(t *testing.T) {
 	_, ring, _ := fixture(t)
 	huge := strings.Repeat("A", 1<<20)
