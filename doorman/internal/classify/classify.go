@@ -121,6 +121,15 @@ type Result struct {
 // bytes will be read for the decision. It never returns NeedMore when final
 // is set or len(b) >= MaxHeaderBytes.
 func Classify(b []byte, final bool, o Options) Result {
+	r, _ := ClassifyHead(b, final, o)
+	return r
+}
+
+// ClassifyHead is Classify, also returning the head of the HTTP/1 request
+// it read (request.go): a workload that asks judges a request from it
+// (package ask) without reading it again. The head is the zero Request when
+// b is not HTTP/1 or more bytes are needed.
+func ClassifyHead(b []byte, final bool, o Options) (Result, Request) {
 	if len(b) > MaxHeaderBytes {
 		b = b[:MaxHeaderBytes]
 	}
@@ -131,9 +140,9 @@ func Classify(b []byte, final bool, o Options) Result {
 	}
 	if len(b) == 0 {
 		if final {
-			return notHTTP
+			return notHTTP, Request{}
 		}
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	sp := bytes.IndexByte(b, ' ')
 	method := b
@@ -141,39 +150,39 @@ func Classify(b []byte, final bool, o Options) Result {
 		method = b[:sp]
 	}
 	if len(method) == 0 || len(method) > maxMethodLen || !isToken(method) {
-		return notHTTP
+		return notHTTP, Request{}
 	}
 	if sp < 0 {
 		if final {
-			return notHTTP
+			return notHTTP, Request{}
 		}
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	nl := bytes.IndexByte(b, '\n')
 	if nl < 0 {
 		if final {
-			return notHTTP
+			return notHTTP, Request{}
 		}
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	line := strings.TrimSuffix(string(b[:nl]), "\r")
 	parts := strings.Split(line, " ")
 	if len(parts) != 3 || !strings.HasPrefix(parts[2], "HTTP/1.") || parts[1] == "" {
-		return notHTTP
+		return notHTTP, Request{}
 	}
 	r := Result{Method: parts[0]}
 	r.Host, r.Path = splitTarget(parts[1])
 
 	h, complete := parseHeaders(b[nl+1:])
 	if !complete && !final {
-		return Result{Kind: NeedMore}
+		return Result{Kind: NeedMore}, Request{}
 	}
 	if h.host != "" {
 		r.Host = h.host
 	}
 	r.WantsJSON = strings.Contains(asciiLower(h.accept), "json")
 	r.Kind = decide(r, h, o)
-	return r
+	return r, newRequest(parts[0], parts[1], r, h, nl+1, complete)
 }
 
 func decide(r Result, h headers, o Options) Kind {
@@ -226,9 +235,15 @@ func isBrowser(h headers) bool {
 	if h.upgrade != "" || !strings.HasPrefix(h.userAgent, "Mozilla/") {
 		return false
 	}
-	lua := asciiLower(h.userAgent)
+	var buf [512]byte // lowered here, a User-Agent costs no allocation
+	lua := append(buf[:0], h.userAgent...)
+	for i, c := range lua {
+		if c >= 'A' && c <= 'Z' {
+			lua[i] = c + 'a' - 'A'
+		}
+	}
 	for _, w := range crawlerWords {
-		if strings.Contains(lua, w) {
+		if bytes.Contains(lua, []byte(w)) {
 			return false
 		}
 	}
@@ -276,59 +291,126 @@ func splitTarget(t string) (host, path string) {
 
 type headers struct {
 	userAgent, host, accept, secFetchMode, upgrade string
+	// The rest are read for the asleep page's judgement (request.go).
+	secFetchSite, secFetchUser, origin      string
+	contentType, contentLength, transferEnc string
+	// hasLength and hasTransferEnc say the header came, even empty;
+	// framingRepeated that one of them came twice.
+	hasLength, hasTransferEnc, framingRepeated bool
+	// end is how many bytes the headers took, blank line included, once
+	// complete.
+	end int
 }
 
 // parseHeaders reads header lines up to the blank line. complete says the
 // blank line was seen; otherwise only whole lines so far are used. A line
 // that is not "name: value" is skipped; the first of each header counts.
 func parseHeaders(b []byte) (h headers, complete bool) {
-	for len(b) > 0 {
-		nl := bytes.IndexByte(b, '\n')
+	return parseHeaderText(string(b))
+}
+
+// parseHeaderText is parseHeaders on a string: every value kept is a part
+// of s, so reading a head costs one copy and no allocation per line.
+func parseHeaderText(s string) (h headers, complete bool) {
+	all := len(s)
+	for len(s) > 0 {
+		nl := strings.IndexByte(s, '\n')
 		if nl < 0 {
 			return h, false
 		}
-		line := string(bytes.TrimSuffix(b[:nl], []byte("\r")))
-		b = b[nl+1:]
+		line := strings.TrimSuffix(s[:nl], "\r")
+		s = s[nl+1:]
 		if line == "" {
+			h.end = all - len(s)
 			return h, true
 		}
-		colon := strings.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
+		colon := 0 // the name is a token, then the colon
+		for colon < len(line) && tokenChar[line[colon]] {
+			colon++
+		}
+		if colon == 0 || colon == len(line) || line[colon] != ':' {
 			continue
 		}
-		name, value := line[:colon], strings.Trim(line[colon+1:], " \t")
-		if !isToken([]byte(name)) {
-			continue
-		}
-		set := func(dst *string) {
-			if *dst == "" {
-				*dst = value
-			}
-		}
-		switch asciiLower(name) {
-		case "user-agent":
-			set(&h.userAgent)
-		case "host":
-			set(&h.host)
-		case "accept":
-			set(&h.accept)
-		case "sec-fetch-mode":
-			set(&h.secFetchMode)
-		case "upgrade":
-			set(&h.upgrade)
+		if dst := h.field(line[:colon]); dst != nil && *dst == "" {
+			*dst = trimSpaceTab(line[colon+1:])
 		}
 	}
 	return h, false
 }
 
+// field returns where the header called name (any case) is kept, nil for a
+// header not read. It notes a framing header seen twice.
+func (h *headers) field(name string) *string {
+	var lower [len("transfer-encoding")]byte // the longest name read
+	if len(name) > len(lower) {
+		return nil
+	}
+	for i := range len(name) {
+		c := name[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	switch string(lower[:len(name)]) {
+	case "user-agent":
+		return &h.userAgent
+	case "host":
+		return &h.host
+	case "accept":
+		return &h.accept
+	case "sec-fetch-mode":
+		return &h.secFetchMode
+	case "upgrade":
+		return &h.upgrade
+	case "sec-fetch-site":
+		return &h.secFetchSite
+	case "sec-fetch-user":
+		return &h.secFetchUser
+	case "origin":
+		return &h.origin
+	case "content-type":
+		return &h.contentType
+	case "content-length":
+		h.framingRepeated = h.framingRepeated || h.hasLength
+		h.hasLength = true
+		return &h.contentLength
+	case "transfer-encoding":
+		h.framingRepeated = h.framingRepeated || h.hasTransferEnc
+		h.hasTransferEnc = true
+		return &h.transferEnc
+	}
+	return nil
+}
+
 // isToken reports whether b is an RFC 9110 token.
-func isToken(b []byte) bool {
-	for _, c := range b {
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && strings.IndexByte("!#$%&'*+-.^_`|~", c) < 0 {
+func isToken[T string | []byte](b T) bool {
+	for i := range len(b) {
+		if !tokenChar[b[i]] {
 			return false
 		}
 	}
 	return len(b) > 0
+}
+
+// tokenChar marks the bytes of an RFC 9110 token: letters, digits and
+// !#$%&'*+-.^_`|~.
+var tokenChar = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
+	}
+	return t
+}()
+
+// trimSpaceTab is strings.Trim(s, " \t") without building a cutset.
+func trimSpaceTab(s string) string {
+	for s != "" && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func hasPrefixFold(s, p string) bool {
@@ -341,12 +423,24 @@ func indexFold(s, sub string) int {
 	return strings.Index(asciiLower(s), asciiLower(sub))
 }
 
+// asciiLower lowers ASCII letters only, byte for byte, so indexes stay
+// valid in s; a string without capitals is returned as it is. It copies
+// the runs between capitals whole: one allocation, few writes.
 func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+	i := strings.IndexFunc(s, isUpperASCII)
+	if i < 0 {
+		return s
 	}
-	return string(b)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i >= 0 {
+		b.WriteString(s[:i])
+		b.WriteByte(s[i] + 'a' - 'A')
+		s = s[i+1:]
+		i = strings.IndexFunc(s, isUpperASCII)
+	}
+	b.WriteString(s)
+	return b.String()
 }
+
+func isUpperASCII(r rune) bool { return r >= 'A' && r <= 'Z' }

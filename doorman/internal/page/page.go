@@ -1,7 +1,10 @@
 // Package page renders every answer the doorman itself gives on HTTP: the
 // waking-up page browsers get, the probe 503, Google's health check 200,
 // the hidden-file 404 and, for workloads that ask before waking, the asleep
-// 503. Each is a complete HTTP/1.1 response with Connection: close.
+// page with its Wake it button (asleep.go) and the 503 everything else gets.
+// Each is a complete HTTP/1.1 response with Connection: close. What a
+// request gets is decided elsewhere (packages classify and ask); the
+// doorman renders the answer here and writes it.
 //
 // Nothing here names a namespace, workload or Service: the pages give
 // nothing away to whoever reaches them.
@@ -93,7 +96,7 @@ func NotFound(head bool) []byte {
 }
 
 // asleepText says the workload is asleep and how to wake it.
-const asleepText = "This environment is asleep. Someone with access to the cluster can wake it with `kubectl napwake wake`."
+const asleepText = "This environment is asleep. Open it in a browser and press Wake it, or someone with access to the cluster can wake it with `kubectl napwake wake`."
 
 // Asleep is the 503 a workload that asks before waking gives anything but
 // a person's browser: JSON for a client that asks for it, else plain text.
