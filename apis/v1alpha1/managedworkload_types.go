@@ -311,6 +311,32 @@ type ForecastStatus struct {
 	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
 }
 
+// UsageStatus is what the default activity signal (CPU usage through the
+// metrics API) has learned about a workload: its own idle level.
+type UsageStatus struct {
+	// IdleMilliCPU is the learned idle level: the CPU, in millicores, the
+	// workload's busiest pod uses when nobody calls it (a low percentile of
+	// the last day's hourly lows).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IdleMilliCPU int64 `json:"idleMilliCPU"`
+	// BusyAboveMilliCPU is the usage at or above which a pod counts as busy.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BusyAboveMilliCPU int64 `json:"busyAboveMilliCPU"`
+	// HourlyLows holds, for each of the last 24 hours, the lowest usage in
+	// millicores seen while no other signal fired, or -1 for an hour
+	// without a sample; newest last.
+	// +kubebuilder:validation:MaxItems=24
+	// +kubebuilder:validation:items:Minimum=-1
+	// +listType=atomic
+	// +optional
+	HourlyLows []int64 `json:"hourlyLows,omitempty"`
+	// Hour is the start of the hour the last entry of HourlyLows covers.
+	// +optional
+	Hour *metav1.Time `json:"hour,omitempty"`
+}
+
 // ManagedWorkloadStatus is what Napwake observed and did.
 type ManagedWorkloadStatus struct {
 	// Phase is Running, Pausing, Paused or Resuming.
@@ -350,6 +376,9 @@ type ManagedWorkloadStatus struct {
 	// Forecast is the forecast's week.
 	// +optional
 	Forecast *ForecastStatus `json:"forecast,omitempty"`
+	// Usage is the default activity signal's learned idle level.
+	// +optional
+	Usage *UsageStatus `json:"usage,omitempty"`
 	// Conditions: WakeOnRequest, TargetAvailable, ActivitySignals.
 	// +listType=map
 	// +listMapKey=type

@@ -48,6 +48,7 @@ func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.
 		idle = mw.Spec.IdleAfter.Duration.String()
 	}
 	clock.add(txt("Idle after:"), txt(idle))
+	clock.add(txt("Idle CPU level:"), txt(idleLevel(s.Usage)))
 	pauseAt := "-"
 	switch {
 	case s.Phase == napwakev1alpha1.PhaseRunning && s.PauseAt != nil:
@@ -100,6 +101,20 @@ func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.
 	describeDependencies(w, mw, o)
 	describeConditions(w, s.Conditions, o)
 	describeEvents(w, eventsFor(mw, events), o)
+}
+
+// idleLevel describes the default signal's learned idle level.
+func idleLevel(u *napwakev1alpha1.UsageStatus) string {
+	if u == nil {
+		return "not learned yet (from CPU usage through metrics.k8s.io, while nobody calls it)"
+	}
+	hours := 0
+	for _, l := range u.HourlyLows {
+		if l >= 0 {
+			hours++
+		}
+	}
+	return fmt.Sprintf("%dm, busy from %dm (learned over %s of the last day)", u.IdleMilliCPU, u.BusyAboveMilliCPU, plural(int64(hours), "hour"))
 }
 
 func describeDependencies(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, o Options) {

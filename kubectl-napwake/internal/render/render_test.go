@@ -78,6 +78,7 @@ func fleet() ([]napwakev1alpha1.ManagedWorkload, []corev1.Event) {
 	// An old pause's count must not show as this pause's.
 	web.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: at(-3 * time.Hour), Replicas: 1, Reason: napwakev1alpha1.PauseIdle}
 	web.Status.TurnedAway = &napwakev1alpha1.TurnedAwayStatus{PausedAt: at(-3 * time.Hour), Requests: 9}
+	web.Status.Usage = &napwakev1alpha1.UsageStatus{IdleMilliCPU: 28, BusyAboveMilliCPU: 42, HourlyLows: []int64{30, -1, 28, 29}, Hour: atp(-30 * time.Minute)}
 	web.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNotPaused,
 		Message: napwakev1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}}
 

@@ -8,6 +8,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/idlelevel"
 )
 
 // queryEvery is how often a workload's Prometheus activity query is
@@ -19,25 +20,69 @@ const queryEvery = 30 * time.Second
 // weighs is busy and queryActive; sig is what the ActivitySignals condition
 // reports.
 func (s *run) signals(ctx context.Context) (busy, queryActive bool, sig decide.Signals) {
-	busy, sig.Usage = s.busy(ctx)
 	queryActive, sig.Query = s.query(ctx)
+	busy, sig.Usage = s.busy(ctx, queryActive)
 	return busy, queryActive, sig
 }
 
-// busy asks the usage signal about a Running workload.
-func (s *run) busy(ctx context.Context) (busy, available bool) {
+// quietFor is how long no other activity signal must have fired for a
+// usage sample to teach the idle level: a request's work, and the CPU a
+// wake's start-up takes, are not what the workload uses when nobody calls.
+const quietFor = 2 * time.Minute
+
+// busy asks the usage signal about a Running workload: its busiest pod's
+// CPU against the workload's own idle level. A sample taken while no other
+// signal fired (queryActive counts) teaches the idle level; s.usage then
+// holds the status.usage to write.
+func (s *run) busy(ctx context.Context, queryActive bool) (busy, available bool) {
 	if s.r.Usage == nil || !s.r.Usage.Available(ctx) {
 		return false, false
 	}
 	if s.mw.Status.Phase != napwakev1alpha1.PhaseRunning {
 		return false, true
 	}
-	b, err := s.r.Usage.Busy(ctx, s.mw.Namespace, s.t.selector)
+	milli, pods, err := s.r.Usage.PeakMilliCPU(ctx, s.mw.Namespace, s.t.selector)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the usage signal; counting the workload as not busy")
 		return false, true
 	}
-	return b, true
+	if pods == 0 {
+		return false, true
+	}
+	learned := idleLevelOf(s.mw.Status.Usage)
+	busy = idlelevel.Busy(learned, milli)
+	if !queryActive && s.quiet() {
+		if next, changed := idlelevel.Observe(learned, s.r.Clock.Now(), milli); changed {
+			s.usage = usageStatus(next)
+		}
+	}
+	return busy, true
+}
+
+// quiet says no signal other than usage fired within quietFor.
+func (s *run) quiet() bool {
+	st := s.mw.Status
+	if st.LastActivity == nil || st.LastActivitySource == napwakev1alpha1.SourceUsage {
+		return true
+	}
+	return s.r.Clock.Since(st.LastActivity.Time) >= quietFor
+}
+
+// idleLevelOf reads what status.usage has learned.
+func idleLevelOf(u *napwakev1alpha1.UsageStatus) idlelevel.State {
+	if u == nil || u.Hour == nil {
+		return idlelevel.State{}
+	}
+	return idlelevel.State{Lows: u.HourlyLows, Hour: u.Hour.Time}
+}
+
+// usageStatus is status.usage for what has been learned.
+func usageStatus(l idlelevel.State) *napwakev1alpha1.UsageStatus {
+	level, _ := idlelevel.Level(l)
+	return &napwakev1alpha1.UsageStatus{
+		IdleMilliCPU: level, BusyAboveMilliCPU: idlelevel.BusyAbove(level),
+		HourlyLows: l.Lows, Hour: timePtr(l.Hour),
+	}
 }
 
 // query evaluates spec.activity.prometheus, in every phase: its activity

@@ -25,7 +25,7 @@
 //   - target.go: the Deployment or StatefulSet, read and scaled through
 //     its scale subresource.
 //   - usage.go: the Usage and Queries signals' interfaces, and Usage from
-//     metrics.k8s.io.
+//     metrics.k8s.io, judged against the idle level package idlelevel learns.
 //   - router.go: the Router interface, the seam to package routing.
 //   - index.go: the IndexTargetRef field index, which the manager adds once.
 //   - optin.go: the opt-in reconciler.

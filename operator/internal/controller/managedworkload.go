@@ -152,6 +152,8 @@ type run struct {
 	requeue time.Duration
 	// superseded are the resourceVersions this reconcile's writes replaced.
 	superseded []string
+	// usage is a newly learned status.usage for the next status write.
+	usage *napwakev1alpha1.UsageStatus
 }
 
 // steps asks decide.Next for a step and takes it, until it says Wait.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,9 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	base := mw.DeepCopy()
 	now := metav1.NewTime(s.r.Clock.Now())
 	applyState(&mw.Status, st)
+	if s.usage != nil {
+		mw.Status.Usage = s.usage
+	}
 	mw.Status.ObservedGeneration = mw.Generation
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
 		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
@@ -61,12 +65,13 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
 	s.replaced(base.ResourceVersion)
+	s.usage = nil
 	return nil
 }
 
 func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
 	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
-		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
+		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && equality.Semantic.DeepEqual(a.Status.Usage, b.Status.Usage)
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {

@@ -15,19 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Usage is the default activity signal that needs no Prometheus: whether a
-// workload's pods are using CPU.
+// Usage is the default activity signal that needs no Prometheus: how much
+// CPU a workload's pods use, judged against the workload's own idle level
+// (package idlelevel).
 type Usage interface {
 	// Available says whether the signal works in this cluster.
 	Available(ctx context.Context) bool
-	// Busy says whether the pods matching selector in namespace use CPU now.
-	Busy(ctx context.Context, namespace string, selector *metav1.LabelSelector) (bool, error)
+	// PeakMilliCPU is the CPU, in millicores, the busiest of the pods
+	// matching selector in namespace uses now, and how many pods reported.
+	PeakMilliCPU(ctx context.Context, namespace string, selector *metav1.LabelSelector) (milli int64, pods int, err error)
 }
-
-// BusyMilliCPU is the CPU one pod must use for its workload to count as
-// busy: 20m, well above what an idle web server or database uses waiting,
-// well below what one serving anybody uses.
-const BusyMilliCPU = 20
 
 var podMetricsGVK = schema.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetricsList"}
 
@@ -73,17 +70,18 @@ func (u *MetricsAPIUsage) Available(ctx context.Context) bool {
 	return u.available
 }
 
-// Busy sums each pod's containers' CPU and says whether any pod uses at least BusyMilliCPU.
-func (u *MetricsAPIUsage) Busy(ctx context.Context, namespace string, selector *metav1.LabelSelector) (bool, error) {
+// PeakMilliCPU sums each pod's containers' CPU and returns the largest sum.
+func (u *MetricsAPIUsage) PeakMilliCPU(ctx context.Context, namespace string, selector *metav1.LabelSelector) (int64, int, error) {
 	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
-		return false, fmt.Errorf("reading selector: %w", err)
+		return 0, 0, fmt.Errorf("reading selector: %w", err)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(podMetricsGVK)
 	if err := u.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return false, fmt.Errorf("listing pod metrics in %s: %w", namespace, err)
+		return 0, 0, fmt.Errorf("listing pod metrics in %s: %w", namespace, err)
 	}
+	var peak int64
 	for _, pod := range list.Items {
 		containers, _, _ := unstructured.NestedSlice(pod.Object, "containers")
 		var milli int64
@@ -97,11 +95,9 @@ func (u *MetricsAPIUsage) Busy(ctx context.Context, namespace string, selector *
 				milli += q.MilliValue()
 			}
 		}
-		if milli >= BusyMilliCPU {
-			return true, nil
-		}
+		peak = max(peak, milli)
 	}
-	return false, nil
+	return peak, len(list.Items), nil
 }
 
 // Queries evaluates spec.activity.prometheus queries (a promquery.Client

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -78,7 +77,11 @@ func podMetrics(ns, name, cpu string) *unstructured.Unstructured {
 	return u
 }
 
-func TestBusyPodsOnTheMetricsAPIKeepAWorkloadRunning(t *testing.T) {
+// TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel drives the default signal
+// through a real API server: a JVM-like pod idling at 30m (busy under the
+// old fixed 20m bar) teaches its level and then pauses when left alone,
+// while a pod clearly above that level keeps it Running.
+func TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel(t *testing.T) {
 	f := newFixture(t, 2)
 	servePodMetrics(t, f)
 	usage := &MetricsAPIUsage{Reader: k8s, Discovery: discovery.NewDiscoveryClientForConfigOrDie(restCfg), Clock: f.clock}
@@ -86,19 +89,55 @@ func TestBusyPodsOnTheMetricsAPIKeepAWorkloadRunning(t *testing.T) {
 	if !usage.Available(f.ctx) {
 		t.Fatal("metrics.k8s.io is served but not seen")
 	}
-	quiet, busy := podMetrics(f.ns, "api-1", "3m"), podMetrics(f.ns, "api-2", fmt.Sprintf("%dm", BusyMilliCPU))
-	must(t, k8s.Create(f.ctx, quiet))
+	idle := podMetrics(f.ns, "api-1", "30m")
+	must(t, k8s.Create(f.ctx, idle))
 	f.runToRunning()
 	c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionActivitySignals)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != napwakev1alpha1.ReasonSignalsConfigured {
 		t.Fatalf("ActivitySignals %+v, want True SignalsConfigured", c)
 	}
+
+	// Quiet for longer than quietFor: the sample teaches the level.
+	f.clock.Step(3 * time.Minute)
+	f.reconcile()
+	u := f.managedWorkload().Status.Usage
+	if u == nil || u.IdleMilliCPU != 30 || u.BusyAboveMilliCPU != 45 || len(u.HourlyLows) != 1 || u.HourlyLows[0] != 30 {
+		t.Fatalf("status.usage %+v, want idle level 30m, busy from 45m, hourly lows [30]", u)
+	}
+
+	// At its own idle level it is idle: it pauses idleAfter after it was
+	// last seen above it.
+	f.clock.Step(11 * time.Minute)
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePausing {
+		t.Fatalf("phase %q with only a pod at its idle level, want Pausing", p)
+	}
+}
+
+// TestAPodAboveTheIdleLevelKeepsItsWorkloadRunning: one pod clearly above
+// the learned level is activity, and once it is gone the workload pauses.
+func TestAPodAboveTheIdleLevelKeepsItsWorkloadRunning(t *testing.T) {
+	f := newFixture(t, 2)
+	servePodMetrics(t, f)
+	f.r.Usage = &MetricsAPIUsage{Reader: k8s, Discovery: discovery.NewDiscoveryClientForConfigOrDie(restCfg), Clock: f.clock}
+	quiet := podMetrics(f.ns, "api-1", "3m")
+	must(t, k8s.Create(f.ctx, quiet))
+	f.runToRunning()
+	f.clock.Step(3 * time.Minute)
+	f.reconcile()
+	if u := f.managedWorkload().Status.Usage; u == nil || u.IdleMilliCPU != 3 || u.BusyAboveMilliCPU != 4 {
+		t.Fatalf("status.usage %+v, want idle level 3m, busy from 4m", u)
+	}
+	busy := podMetrics(f.ns, "api-2", "5m")
 	must(t, k8s.Create(f.ctx, busy))
 	f.clock.Step(11 * time.Minute)
 	f.reconcile()
 	mw := f.managedWorkload()
 	if mw.Status.Phase != napwakev1alpha1.PhaseRunning || mw.Status.LastActivitySource != napwakev1alpha1.SourceUsage {
 		t.Fatalf("phase %q source %q, want Running kept by usage", mw.Status.Phase, mw.Status.LastActivitySource)
+	}
+	if u := mw.Status.Usage; u.IdleMilliCPU != 3 {
+		t.Fatalf("a busy sample moved the idle level to %dm, want 3m", u.IdleMilliCPU)
 	}
 	must(t, k8s.Delete(f.ctx, busy))
 	f.clock.Step(11 * time.Minute)
