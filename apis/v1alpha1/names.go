@@ -140,6 +140,17 @@ const (
 	// ConditionDependencies says whether every declared dependency can be
 	// woken, and who keeps this workload awake.
 	ConditionDependencies = "Dependencies"
+	// ConditionGitOps says whether a GitOps controller owns the target's
+	// spec.replicas, and so wakes it whenever it re-applies the manifest.
+	ConditionGitOps = "GitOps"
+)
+
+// Reasons of the GitOps condition.
+const (
+	// ReasonReplicasNotManaged: no known GitOps controller owns spec.replicas.
+	ReasonReplicasNotManaged = "ReplicasNotManaged"
+	// ReasonReplicasManagedByGitOps: Argo CD or Flux owns spec.replicas.
+	ReasonReplicasManagedByGitOps = "ReplicasManagedByGitOps"
 )
 
 // Reasons of the WakeOnRequest condition ("When a workload isn't routed").
@@ -189,6 +200,9 @@ const (
 // Event reasons.
 const (
 	EventWokenByRequest   = "WokenByRequest"
+	// EventReplicasManagedByGitOps warns, once, that a GitOps controller
+	// owns the target's spec.replicas.
+	EventReplicasManagedByGitOps = "ReplicasManagedByGitOps"
 	EventNoReadinessProbe = "NoReadinessProbe"
 	EventRequestNotServed = "RequestNotServed"
 	EventRoutingFailed    = "RoutingFailed"

@@ -81,6 +81,8 @@ func fleet() ([]napwakev1alpha1.ManagedWorkload, []corev1.Event) {
 	web.Status.Usage = &napwakev1alpha1.UsageStatus{IdleMilliCPU: 28, BusyAboveMilliCPU: 42, HourlyLows: []int64{30, -1, 28, 29}, Hour: atp(-30 * time.Minute)}
 	web.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNotPaused,
 		Message: napwakev1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}}
+	web.Status.Conditions = append(web.Status.Conditions, metav1.Condition{Type: napwakev1alpha1.ConditionGitOps, Status: metav1.ConditionFalse,
+		Reason: napwakev1alpha1.ReasonReplicasManagedByGitOps, Message: "Argo CD (field manager argocd-controller) owns spec.replicas", LastTransitionTime: at(-time.Hour)})
 
 	db := mw("staging", "postgres", napwakev1alpha1.PhasePausing)
 	db.Spec.TargetRef.Kind = napwakev1alpha1.KindStatefulSet
@@ -224,7 +226,8 @@ func TestProblems(t *testing.T) {
 		want []string
 	}{
 		{"a routed workload needs nothing", mws[0], nil},
-		{"a problem carried from the last pause is listed while running", mws[1], []string{napwakev1alpha1.ReasonNotPaused}},
+		{"a problem carried from the last pause, and a GitOps tool owning replicas, are listed while running", mws[1],
+			[]string{napwakev1alpha1.ReasonNotPaused, napwakev1alpha1.ReasonReplicasManagedByGitOps}},
 		{"a routing reason is listed", mws[2], []string{napwakev1alpha1.ReasonNodeLocalTraffic}},
 		{"a missing target and one InvalidSetting per message are listed", mws[3], []string{napwakev1alpha1.ReasonTargetNotFound, napwakev1alpha1.EventInvalidSetting}},
 	} {
@@ -250,6 +253,7 @@ func TestProblems(t *testing.T) {
 		t.Errorf("an InvalidSetting event from yesterday is listed: %v", ps)
 	}
 	notPaused := mws[1]
+	notPaused.Status.Conditions = notPaused.Status.Conditions[:1]
 	notPaused.Status.Conditions[0].Message = "the workload is running"
 	if ps := Problems(&notPaused, nil, now); len(ps) != 0 {
 		t.Errorf("a plain NotPaused is listed: %v", ps)

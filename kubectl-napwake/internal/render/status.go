@@ -44,8 +44,10 @@ func Problems(mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, now ti
 			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 		}
 	}
-	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c != nil && c.Status == metav1.ConditionFalse {
-		out = append(out, Problem{Reason: c.Reason, Message: c.Message})
+	for _, typ := range []string{napwakev1alpha1.ConditionTargetAvailable, napwakev1alpha1.ConditionGitOps} {
+		if c := meta.FindStatusCondition(mw.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse {
+			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
+		}
 	}
 	seen := map[string]bool{}
 	for _, e := range eventsFor(mw, events) {

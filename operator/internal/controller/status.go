@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/gitops"
 )
 
 // The status of a ManagedWorkload has three writers, each owning its fields:
@@ -57,6 +59,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		Message: fmt.Sprintf("%s %s exists", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name),
 	})
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
+	gitOpsWarned := s.setGitOps(now)
 	if equalStatus(base, mw) {
 		return nil
 	}
@@ -66,7 +69,35 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	}
 	s.replaced(base.ResourceVersion)
 	s.usage = nil
+	if gitOpsWarned != "" {
+		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
+			napwakev1alpha1.EventReplicasManagedByGitOps, "%s", gitOpsWarned)
+	}
 	return nil
+}
+
+// setGitOps sets the GitOps condition from the target's managedFields. It
+// returns the condition's message when it has just turned False, so the
+// caller warns once, after the write that records it.
+func (s *run) setGitOps(now metav1.Time) string {
+	mw := s.mw
+	if s.t.obj == nil {
+		return ""
+	}
+	prev := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionGitOps)
+	var was *metav1.Condition
+	if prev != nil {
+		c := *prev
+		was = &c
+	}
+	tool, owned := gitops.ReplicasOwner(s.t.obj.GetManagedFields())
+	c := gitops.Judge(tool, owned, mw.Status.Phase, was)
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionGitOps,
+		decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
+	if c.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse) {
+		return c.Message
+	}
+	return ""
 }
 
 func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
