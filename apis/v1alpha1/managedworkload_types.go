@@ -337,6 +337,23 @@ type UsageStatus struct {
 	Hour *metav1.Time `json:"hour,omitempty"`
 }
 
+// SavingsStatus is what the workload's pauses have saved, recorded by the
+// operator as each pause ends.
+type SavingsStatus struct {
+	// PausedReplicaSeconds sums, over every ended pause, the replicas the
+	// pause kept times how long it lasted.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PausedReplicaSeconds int64 `json:"pausedReplicaSeconds"`
+	// Pauses is how many pauses ended.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Pauses int64 `json:"pauses"`
+	// Since is when the first of them ended.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
 // ManagedWorkloadStatus is what Napwake observed and did.
 type ManagedWorkloadStatus struct {
 	// Phase is Running, Pausing, Paused or Resuming.
@@ -376,6 +393,9 @@ type ManagedWorkloadStatus struct {
 	// Forecast is the forecast's week.
 	// +optional
 	Forecast *ForecastStatus `json:"forecast,omitempty"`
+	// Savings is what ended pauses saved, for kubectl napwake savings.
+	// +optional
+	Savings *SavingsStatus `json:"savings,omitempty"`
 	// Usage is the default activity signal's learned idle level.
 	// +optional
 	Usage *UsageStatus `json:"usage,omitempty"`

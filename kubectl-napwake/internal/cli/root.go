@@ -80,7 +80,7 @@ operator watches, whatever their wake mode says.`,
 		},
 	}
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List workloads in every namespace (status only).")
+	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Every namespace (status and savings).")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w: see %s --help", err, c.CommandPath())
 	})
@@ -90,6 +90,7 @@ operator watches, whatever their wake mode says.`,
 		newActCommand(o, pauseAction),
 		newDescribeCommand(o),
 		newForecastCommand(o),
+		newSavingsCommand(o),
 		newVersionCommand(o),
 	)
 	// Every command that takes a ManagedWorkload's name completes it; cobra's

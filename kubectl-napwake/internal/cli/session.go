@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,13 +14,17 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// scheme knows the kinds the plugin reads: ManagedWorkloads, Events, Pods.
+// scheme knows the kinds the plugin reads: ManagedWorkloads, Events, Pods,
+// and Deployments and StatefulSets (their requests, for savings).
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := napwakev1alpha1.AddToScheme(s); err != nil {
 		panic(err) // a programming error: the types cannot register
 	}
 	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := appsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -33,6 +38,8 @@ func restMapper() meta.RESTMapper {
 	m.Add(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
+	m.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
 	return m
 }
 

@@ -154,6 +154,8 @@ type run struct {
 	superseded []string
 	// usage is a newly learned status.usage for the next status write.
 	usage *napwakev1alpha1.UsageStatus
+	// saved is what an ending pause saved, added by the next status write.
+	saved *napwakev1alpha1.SavingsStatus
 }
 
 // steps asks decide.Next for a step and takes it, until it says Wait.
@@ -191,6 +193,11 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			}
 			return reconcile.Result{RequeueAfter: s.after(step.RequeueAfter)}, nil
 		case decide.PatchStatus:
+			if step.Woken != "" {
+				// The wake's write records what the ended pause saved, so
+				// it counts once, whatever crashes after.
+				s.saved = savedBy(mw.Status.Pause, step.PausedFor, in.Now)
+			}
 			if err := s.patchStatus(ctx, step.State, sig); err != nil {
 				return requeueOnConflict(err)
 			}

@@ -53,6 +53,9 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	if s.usage != nil {
 		mw.Status.Usage = s.usage
 	}
+	if s.saved != nil {
+		mw.Status.Savings = addSavings(mw.Status.Savings, s.saved)
+	}
 	mw.Status.ObservedGeneration = mw.Generation
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
 		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
@@ -68,12 +71,33 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
 	s.replaced(base.ResourceVersion)
-	s.usage = nil
+	s.usage, s.saved = nil, nil
 	if gitOpsWarned != "" {
 		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
 			napwakev1alpha1.EventReplicasManagedByGitOps, "%s", gitOpsWarned)
 	}
 	return nil
+}
+
+// savedBy is what a pause that kept p's replicas for d saved, ending at now.
+func savedBy(p *napwakev1alpha1.PauseStatus, d time.Duration, now time.Time) *napwakev1alpha1.SavingsStatus {
+	if p == nil || d <= 0 {
+		return nil
+	}
+	return &napwakev1alpha1.SavingsStatus{PausedReplicaSeconds: int64(p.Replicas) * int64(d/time.Second), Pauses: 1, Since: timePtr(now)}
+}
+
+// addSavings adds one ended pause's savings to the record so far.
+func addSavings(so *napwakev1alpha1.SavingsStatus, add *napwakev1alpha1.SavingsStatus) *napwakev1alpha1.SavingsStatus {
+	out := *add
+	if so != nil {
+		out.PausedReplicaSeconds += so.PausedReplicaSeconds
+		out.Pauses += so.Pauses
+		if so.Since != nil {
+			out.Since = so.Since
+		}
+	}
+	return &out
 }
 
 // setGitOps sets the GitOps condition from the target's managedFields. It
@@ -102,7 +126,8 @@ func (s *run) setGitOps(now metav1.Time) string {
 
 func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
 	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
-		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && equality.Semantic.DeepEqual(a.Status.Usage, b.Status.Usage)
+		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && equality.Semantic.DeepEqual(a.Status.Usage, b.Status.Usage) &&
+		equality.Semantic.DeepEqual(a.Status.Savings, b.Status.Savings)
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {
