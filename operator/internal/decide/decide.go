@@ -306,7 +306,7 @@ func pausing(in Input, now time.Time, latest signal) Step {
 	if st.Pause == nil { // cannot happen with this package's writes; start afresh
 		return startPause(in, st, now, napwakev1alpha1.PauseIdle)
 	}
-	if latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && latest.at.After(st.Pause.StartedAt.Time) {
+	if inPause(latest, st.Pause) {
 		s := startWake(in, now, latest)
 		s.Event = normal(napwakev1alpha1.EventPauseCalledOff, "Pause called off by "+latest.source+"; restoring "+itoa(WantReplicas(st.Pause))+" replicas")
 		return s
@@ -331,12 +331,23 @@ func pausing(in Input, now time.Time, latest signal) Step {
 		Event: normal(napwakev1alpha1.EventPaused, "Paused ("+string(st.Pause.Reason)+"): no pod left; a wake restores "+itoa(WantReplicas(st.Pause))+" replicas")}
 }
 
+// inPause says whether signal latest (not the default usage signal, which
+// only counts while Running) fired during pause p. Both times are whole
+// seconds (status.pause.startedAt is written so, and parseTime cuts the
+// annotations' fractions to match), so a signal in the pause's own second
+// counts as in it (design.md section 6): a request can only reach the
+// doorman once the pause has begun, and ignoring it would hold its caller
+// until maxWait for nothing.
+func inPause(latest signal, p *napwakev1alpha1.PauseStatus) bool {
+	return latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && !latest.at.Before(p.StartedAt.Time)
+}
+
 func paused(in Input, now time.Time, latest signal) Step {
 	st := in.State
 	if st.Pause == nil {
 		return startPause(in, st, now, napwakev1alpha1.PauseIdle)
 	}
-	if latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && latest.at.After(st.Pause.StartedAt.Time) {
+	if inPause(latest, st.Pause) {
 		return startWake(in, now, latest)
 	}
 	if in.Target.Replicas > 0 {

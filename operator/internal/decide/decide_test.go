@@ -264,6 +264,27 @@ func TestNext(t *testing.T) {
 			},
 		},
 		{
+			name: "a request in the pause's own second wakes it, though the pause began later in that second",
+			in: Input{State: withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePaused, pause(-10*time.Minute, 2, napwakev1alpha1.PauseIdle)),
+				Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: at(-10*time.Minute + 300*time.Millisecond).Format(time.RFC3339Nano)}, Target: zero},
+			check: func(t *testing.T, s Step) { t.Helper(); wantWake(t, s, napwakev1alpha1.SourceRequest) },
+		},
+		{
+			name: "a request in the pause's own second calls a pause under way off",
+			in: Input{State: pausingState,
+				Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: at(-10*time.Second + 999*time.Millisecond).Format(time.RFC3339Nano)}, Target: up},
+			check: func(t *testing.T, s Step) {
+				t.Helper()
+				wantPatch(t, s, napwakev1alpha1.PhaseResuming)
+				eq(t, s.Event.Reason, napwakev1alpha1.EventPauseCalledOff)
+			},
+		},
+		{
+			name:  "a request the second before the pause began does not wake it",
+			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastRequest: at(-10*time.Minute - 1*time.Millisecond).Format(time.RFC3339Nano)}, Target: zero, Routed: true},
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
+		},
+		{
 			name:  "an activity annotation newer than the pause wakes it",
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationLastActivity: stamp(0)}, Target: zero},
 			check: func(t *testing.T, s Step) { t.Helper(); wantWake(t, s, napwakev1alpha1.SourceAnnotation) },
