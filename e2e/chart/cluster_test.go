@@ -340,6 +340,7 @@ const (
 	otherSA      = "system:serviceaccount:" + appNS + ":ci"
 	onlyDoorman  = "may set napwake.dev/last-request or napwake.dev/last-request-from"
 	onlyWakeAnns = "the doorman may change only the annotations"
+	onlyOperator = "may change a ManagedWorkload's status"
 )
 
 func testAdmissionPolicies(t *testing.T) {
@@ -397,10 +398,24 @@ func testAdmissionPolicies(t *testing.T) {
 		wantDenied(t, patchMW(t, admin, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
 			"the cluster admin changes "+ann, onlyDoorman)
 	}
-	// The status subresource is no way round: the API server keeps only the
-	// status of what is sent there.
-	wantAllowed(t, patchMW(t, other, "api", `{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.9.9.9"}},"status":{"phase":"Running"}}`, "status"),
-		"another ServiceAccount writes status")
+	// The status subresource is no way round: only the operator may change
+	// status (status.doorman claims ports), and the API server keeps only
+	// the status of what is sent there.
+	testenv.EventuallyWithin(t, pollTimeout, testenv.EventuallyInterval, "the policy refusing others' status writes", func() error {
+		try++
+		if err := patchMW(t, other, "probe", fmt.Sprintf(`{"status":{"lastActivitySource":"try-%d"}}`, try), "status"); err == nil {
+			return fmt.Errorf("another ServiceAccount wrote status")
+		}
+		return nil
+	})
+	wantDenied(t, patchMW(t, other, "api", `{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.9.9.9"}},"status":{"phase":"Running"}}`, "status"),
+		"another ServiceAccount writes status", onlyOperator)
+	wantDenied(t, patchMW(t, other, "api", `{"status":{"doorman":{"routes":[{"service":"api","port":80,"doormanPort":20001}]}}}`, "status"),
+		"another ServiceAccount claims a doorman port", onlyOperator)
+	wantDenied(t, patchMW(t, admin, "api", `{"status":{"phase":"Paused"}}`, "status"),
+		"the cluster admin writes status", onlyOperator)
+	wantAllowed(t, patchMW(t, other, "api", `{"metadata":{"annotations":{"napwake.dev/last-request-from":"10.9.9.9"}}}`, "status"),
+		"another ServiceAccount sends status unchanged")
 	if mw, err := admin.dyn.Resource(mwGVR).Namespace(appNS).Get(ctx, "api", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	} else if got := mw.GetAnnotations()["napwake.dev/last-request-from"]; got != "10.244.1.7" {

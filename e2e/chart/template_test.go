@@ -88,6 +88,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 		{"ValidatingAdmissionPolicyBinding", doormanName + "-changes-only-wake-annotations"},
 		{"ValidatingAdmissionPolicy", doormanName + "-only-sets-last-request"},
 		{"ValidatingAdmissionPolicyBinding", doormanName + "-only-sets-last-request"},
+		{"ValidatingAdmissionPolicy", operatorName + "-only-writes-status"},
+		{"ValidatingAdmissionPolicyBinding", operatorName + "-only-writes-status"},
 	} {
 		objs.get(t, want.kind, want.name)
 	}
@@ -96,8 +98,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 			t.Errorf("%s rendered by default: %s", off, got)
 		}
 	}
-	if got := len(objs); got != 18 {
-		t.Errorf("rendered %d objects, want the 18 above: %s", got, objs)
+	if got := len(objs); got != 20 {
+		t.Errorf("rendered %d objects, want the 20 above: %s", got, objs)
 	}
 	for _, u := range objs {
 		if ns := u.GetNamespace(); ns != "" && ns != namespace {

@@ -218,15 +218,19 @@ func componentValueCases() []valueCase {
 			},
 		},
 		{
-			name: "the admission policies name the release's doorman ServiceAccount",
+			name: "the admission policies name the release's doorman and operator ServiceAccounts",
 			args: []string{"--namespace", "elsewhere"},
 			check: func(t *testing.T, objs objects) {
 				t.Helper()
 				for _, p := range objs.ofKind("ValidatingAdmissionPolicy") {
 					conds, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
 					expr := conds[0].(map[string]any)["expression"].(string)
-					if !strings.Contains(expr, `"system:serviceaccount:elsewhere:napwake-doorman"`) {
-						t.Errorf("%s matches %q, want the doorman in namespace elsewhere", p.GetName(), expr)
+					sa := "napwake-doorman"
+					if strings.HasPrefix(p.GetName(), operatorName) {
+						sa = "napwake-operator"
+					}
+					if !strings.Contains(expr, `"system:serviceaccount:elsewhere:`+sa+`"`) {
+						t.Errorf("%s matches %q, want %s in namespace elsewhere", p.GetName(), expr, sa)
 					}
 				}
 			},

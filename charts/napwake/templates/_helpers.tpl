@@ -12,6 +12,11 @@ napwake-doorman-wake-key. Keep the <release>-<component> shape.
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.doorman.name" . }}
 {{- end }}
 
+{{/* The username the API server gives the operator's ServiceAccount. */}}
+{{- define "napwake.operator.username" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.operator.name" . }}
+{{- end }}
+
 {{/*
 A component's image reference from {repository, tag, digest}: the digest wins
 over the tag; an empty tag means the chart's appVersion.

@@ -51,7 +51,9 @@ func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveC
 // emits WokenByRequest naming the Service.
 func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		napwakev1alpha1.AnnotationLastRequest:     h.clock.Now().UTC().Format(time.RFC3339),
+		// Sub-second precision (design.md section 6): the operator compares
+		// it with the pause's start at the precision both carry.
+		napwakev1alpha1.AnnotationLastRequest:     h.clock.Now().UTC().Format(time.RFC3339Nano),
 		napwakev1alpha1.AnnotationLastRequestFrom: from.String(),
 	}}})
 	if err != nil {

@@ -49,11 +49,16 @@ func parseTime(v string, now time.Time) (time.Time, bool) {
 
 // MergeAnnotations returns the acting annotations of the ManagedWorkload and
 // its target together; where both carry a time, the later one wins.
+// napwake.dev/last-request counts only on the ManagedWorkload, where the
+// admission policies let only the doorman set it: anyone who may annotate a
+// Deployment could otherwise forge a request's wake.
 func MergeAnnotations(mw, target map[string]string) map[string]string {
 	out := map[string]string{}
+	if v := mw[napwakev1alpha1.AnnotationLastRequest]; v != "" {
+		out[napwakev1alpha1.AnnotationLastRequest] = v
+	}
 	for _, key := range []string{
-		napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested,
-		napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.AnnotationPauseRequested,
+		napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested, napwakev1alpha1.AnnotationPauseRequested,
 	} {
 		a, b := mw[key], target[key]
 		ta, okA := parseTime(a, farFuture)

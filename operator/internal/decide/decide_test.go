@@ -402,6 +402,16 @@ func TestMergeAnnotationsTakesTheLaterTime(t *testing.T) {
 	})
 }
 
+func TestMergeAnnotationsTakesLastRequestOnlyFromTheManagedWorkload(t *testing.T) {
+	forged := MergeAnnotations(nil, map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(time.Minute)})
+	eqMap(t, forged, map[string]string{})
+	got := MergeAnnotations(
+		map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(0)},
+		map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(time.Minute)},
+	)
+	eqMap(t, got, map[string]string{napwakev1alpha1.AnnotationLastRequest: stamp(0)})
+}
+
 func eqMap(t *testing.T, got, want map[string]string) {
 	t.Helper()
 	if len(got) != len(want) {
