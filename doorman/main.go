@@ -131,6 +131,7 @@ func runUntil(stop context.Context, args []string) error {
 		SocketBuffer:  socketBuffer(cfg.PassSocketBuffer),
 	}, table, hooks, m)
 	watcher := kube.NewWatcher(cache, table, srv, addr.Rules{Self: cfg.PodIPs})
+	watcher.OnConflict = hooks.RouteConflict
 
 	// The data path and the Kubernetes machinery run under runCtx, which
 	// ends only after the shutdown sequence.

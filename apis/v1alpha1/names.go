@@ -200,6 +200,9 @@ const (
 // Event reasons.
 const (
 	EventWokenByRequest   = "WokenByRequest"
+	// EventRouteConflict warns that a doorman port is claimed for more than
+	// one Service port; the doorman serves neither.
+	EventRouteConflict = "RouteConflict"
 	// EventReplicasManagedByGitOps warns, once, that a GitOps controller
 	// owns the target's spec.replicas.
 	EventReplicasManagedByGitOps = "ReplicasManagedByGitOps"

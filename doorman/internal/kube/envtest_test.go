@@ -174,6 +174,7 @@ func startDoormanWith(t *testing.T, clk clock.PassiveClock, limits proxy.Limits)
 	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: rules, Silence: 200 * time.Millisecond, Dial: dialLoopback, Limits: limits}, table, hooks, m)
 	srv.Start(ctx)
 	w := NewWatcher(c, table, srv, rules)
+	w.OnConflict = hooks.RouteConflict
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = c.Start(ctx) }()
@@ -408,8 +409,8 @@ func TestRoutesCarryTheWakeSettings(t *testing.T) {
 		Spec: napwakev1alpha1.ManagedWorkloadSpec{Wake: napwakev1alpha1.WakeSpec{Mode: napwakev1alpha1.WakeAsk, Page: ptr.To(false), MaxWait: &metav1.Duration{Duration: 5 * time.Minute}}},
 		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseResuming, ResumedAt: ptr.To(metav1.NewTime(time.Unix(100, 0))),
 			Doorman: &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: 20017}}}}}
-	routes := Routes([]napwakev1alpha1.ManagedWorkload{mw, {ObjectMeta: metav1.ObjectMeta{Name: "unrouted"}}})
-	if len(routes) != 1 {
+	routes, conflicts := Routes([]napwakev1alpha1.ManagedWorkload{mw, {ObjectMeta: metav1.ObjectMeta{Name: "unrouted"}}})
+	if len(routes) != 1 || len(conflicts) != 0 {
 		t.Fatalf("routes %v", routes)
 	}
 	r := routes[0]

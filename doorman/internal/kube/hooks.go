@@ -68,6 +68,23 @@ func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from
 	return nil
 }
 
+// RouteConflict warns, on every ManagedWorkload claiming c's port, that the
+// doorman serves none of them there.
+func (h *Hooks) RouteConflict(_ context.Context, c Conflict) {
+	names := make([]string, len(c.Workloads))
+	for i, w := range c.Workloads {
+		names[i] = w.Key()
+	}
+	h.log.Info("Serving neither side of a route conflict", "doormanPort", c.DoormanPort, "claimedBy", names)
+	for _, w := range c.Workloads {
+		mw := &napwakev1alpha1.ManagedWorkload{}
+		mw.Namespace, mw.Name = w.Namespace, w.Name
+		h.recorder.Eventf(mw, corev1.EventTypeWarning, napwakev1alpha1.EventRouteConflict,
+			"Doorman port %d is claimed by %s: the doorman serves none of them there until the operator gives each its own port",
+			c.DoormanPort, strings.Join(names, ", "))
+	}
+}
+
 // notServedEvery is how often each doorman pod may warn per workload.
 const notServedEvery = time.Minute
 

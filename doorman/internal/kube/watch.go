@@ -27,6 +27,8 @@ import (
 // RouteSink is where the watcher sends the routes; *proxy.Server is one.
 type RouteSink interface {
 	SetRoutes([]proxy.Route) map[int]error
+	// ClosePorts stops serving ports now: ports in conflict.
+	ClosePorts([]int)
 }
 
 var _ RouteSink = (*proxy.Server)(nil)
@@ -46,6 +48,10 @@ type Watcher struct {
 	routesDirt bool
 	kick       chan struct{}
 	routes     []proxy.Route
+	// warned is the conflict last warned about on each doorman port.
+	warned map[int]string
+	// OnConflict, when set, is told of each new route conflict once.
+	OnConflict func(ctx context.Context, c Conflict)
 	known      map[proxy.ServiceKey][]netip.AddrPort
 }
 
@@ -84,7 +90,22 @@ func trimPod(obj any) (any, error) {
 // NewWatcher returns a watcher feeding table and sink from c.
 func NewWatcher(c cache.Cache, table *proxy.Table, sink RouteSink, rules addr.Rules) *Watcher {
 	return &Watcher{cache: c, table: table, sink: sink, rules: rules,
-		dirty: map[string]bool{}, kick: make(chan struct{}, 1), known: map[proxy.ServiceKey][]netip.AddrPort{}}
+		dirty: map[string]bool{}, kick: make(chan struct{}, 1), known: map[proxy.ServiceKey][]netip.AddrPort{}, warned: map[int]string{}}
+}
+
+// warnConflicts tells OnConflict of each conflict not already told, and
+// forgets the ports no longer in conflict, so a conflict that comes back is
+// told again.
+func (w *Watcher) warnConflicts(ctx context.Context, conflicts []Conflict) {
+	now := make(map[int]string, len(conflicts))
+	for _, c := range conflicts {
+		k := c.key()
+		now[c.DoormanPort] = k
+		if w.warned[c.DoormanPort] != k && w.OnConflict != nil {
+			w.OnConflict(ctx, c)
+		}
+	}
+	w.warned = now
 }
 
 // Run registers the event handlers, waits for the caches and keeps the
@@ -167,10 +188,18 @@ func (w *Watcher) sync(ctx context.Context) error {
 			w.markRoutes()
 			return fmt.Errorf("listing ManagedWorkloads: %w", err)
 		}
-		routes := Routes(mws.Items)
+		routes, conflicts := Routes(mws.Items)
 		w.mu.Lock()
 		w.routes = routes
 		w.mu.Unlock()
+		w.warnConflicts(ctx, conflicts)
+		ports := make([]int, len(conflicts))
+		for i, c := range conflicts {
+			ports[i] = c.DoormanPort
+		}
+		// Deferred calls run last first: the routes are set, then the
+		// conflicting ports, which no route names any more, close.
+		defer w.sink.ClosePorts(ports)
 		// Endpoints first, so a connection on a new port finds them.
 		for _, r := range routes {
 			dirty[r.Workload.Namespace] = true
@@ -223,22 +252,6 @@ func (w *Watcher) endpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.Ad
 		return &p
 	}
 	return FilterEndpoints(slicesOf, pod, k.Namespace, k.Service, k.PortName, w.rules), nil
-}
-
-// Routes turns ManagedWorkloads' status.doorman.routes into the proxy's.
-func Routes(mws []napwakev1alpha1.ManagedWorkload) []proxy.Route {
-	var out []proxy.Route
-	for i := range mws {
-		mw := &mws[i]
-		if mw.Status.Doorman == nil || mw.DeletionTimestamp != nil && len(mw.Status.Doorman.Routes) == 0 {
-			continue
-		}
-		w := WorkloadOf(mw)
-		for _, r := range mw.Status.Doorman.Routes {
-			out = append(out, proxy.Route{DoormanPort: int(r.DoormanPort), Service: r.Service, PortName: r.PortName, Port: r.Port, Workload: w})
-		}
-	}
-	return out
 }
 
 // WorkloadOf reads what the doorman needs of a ManagedWorkload.

@@ -218,6 +218,12 @@ func (s *Server) SetRoutes(routes []Route) map[int]error {
 		s.wg.Add(1)
 		go s.accept(port, pl)
 	}
+	s.setLiveRoutes()
+	return failed
+}
+
+// setLiveRoutes tells the waker which routes are live. s.mu is held.
+func (s *Server) setLiveRoutes() {
 	live := map[ServiceKey][]Route{}
 	for _, pl := range s.listeners {
 		if !pl.removed {
@@ -225,7 +231,35 @@ func (s *Server) SetRoutes(routes []Route) map[int]error {
 		}
 	}
 	s.routes.set(live)
-	return failed
+}
+
+// ClosePorts stops serving ports at once: no linger, no drain. Their
+// listeners close and every connection on them, held or passing, is
+// closed. The doorman does this to a port two ManagedWorkloads claim: it
+// cannot know which is the rightful one, so it serves neither.
+func (s *Server) ClosePorts(ports []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	closing := map[int]bool{}
+	for _, port := range ports {
+		closing[port] = true
+		pl, ok := s.listeners[port]
+		if !ok {
+			continue
+		}
+		if pl.timer != nil {
+			pl.timer.Stop()
+			pl.drain.Stop()
+		}
+		delete(s.listeners, port)
+		_ = pl.ln.Close()
+	}
+	for c, p := range s.conns {
+		if closing[p] {
+			_ = c.Close()
+		}
+	}
+	s.setLiveRoutes()
 }
 
 func (s *Server) closePort(port int, pl *portListener) {
