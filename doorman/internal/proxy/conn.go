@@ -67,6 +67,7 @@ type conn struct {
 	backend *net.TCPConn // the pod, tracked, the held bytes sent
 	dialErr error
 	dialled chan struct{} // a dialler is done with the dial
+	release func()        // gives back the dial's slot of its Service port's share
 
 	mu         sync.Mutex
 	handedOver bool // no interrupt touches sock after it

@@ -74,7 +74,11 @@ func control(rc syscall.RawConn, fn func(fd int) error) error {
 }
 
 // dialPool is the diallers a connection hands its dial and replay to
-// (dialAndReplay). At most Config.Dialling dial at once. Diallers live on
+// (dialAndReplay). At most Config.Dialling dial at once, and at most three
+// quarters of them (perKey) for one Service port: a workload whose pods
+// drop SYNs keeps each of its dials for the whole dial timeout, and must
+// not take every dialler from the other workloads' callers, while one
+// workload woken with hundreds held still gets nearly all. Diallers live on
 // between connections: when a pod turns Ready with hundreds of callers
 // held, a few goroutines whose stacks have already grown to what dialling
 // needs do every dial, instead of each held caller's small waiting stack
@@ -88,19 +92,63 @@ type dialPool struct {
 	jobs     chan *conn    // taken by idle diallers
 	stopped  chan struct{} // closed by stop: diallers end
 	stopOnce sync.Once
+
+	perKey int
+	mu     sync.Mutex
+	keys   map[ServiceKey]*keyShare // only keys with a dial waiting or in flight
+}
+
+// keyShare is one Service port's share of the diallers.
+type keyShare struct {
+	slots chan struct{} // perKey places
+	users int           // dials waiting for or holding a slot
 }
 
 func newDialPool(cfg *Config) *dialPool {
 	return &dialPool{rules: cfg.Rules, dial: cfg.Dial,
-		places: make(chan struct{}, cfg.Dialling), jobs: make(chan *conn), stopped: make(chan struct{})}
+		places: make(chan struct{}, cfg.Dialling), jobs: make(chan *conn), stopped: make(chan struct{}),
+		perKey: max(1, cfg.Dialling-cfg.Dialling/4), keys: map[ServiceKey]*keyShare{}}
+}
+
+// share returns k's share, counting one more user.
+func (p *dialPool) share(k ServiceKey) *keyShare {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.keys[k]
+	if s == nil {
+		s = &keyShare{slots: make(chan struct{}, p.perKey)}
+		p.keys[k] = s
+	}
+	s.users++
+	return s
+}
+
+// leave counts one user of k's share fewer, forgetting the share when
+// nobody uses it, so the map holds only keys dialling now.
+func (p *dialPool) leave(k ServiceKey, s *keyShare) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.users--; s.users == 0 && p.keys[k] == s {
+		delete(p.keys, k)
+	}
 }
 
 // diallerIdle is how long a dialler with nothing to do waits for more.
 const diallerIdle = 10 * time.Second
 
-// run hands c to an idle dialler, or starts one while a place is free. The
-// dialler runs c.dialAndReplay, then sends on c.dialled.
+// run takes a slot of c's Service port's share, then hands c to an idle
+// dialler, or starts one while a place is free. The dialler runs
+// c.dialAndReplay, gives the slot back, then sends on c.dialled.
 func (p *dialPool) run(ctx context.Context, c *conn) error {
+	k := c.route.Key()
+	s := p.share(k)
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		p.leave(k, s)
+		return ctx.Err()
+	}
+	c.release = func() { <-s.slots; p.leave(k, s) }
 	select {
 	case p.jobs <- c:
 		return nil
@@ -111,6 +159,7 @@ func (p *dialPool) run(ctx context.Context, c *conn) error {
 	case p.places <- struct{}{}:
 		go p.dialler(c)
 	case <-ctx.Done():
+		c.release()
 		return ctx.Err()
 	}
 	return nil
@@ -124,6 +173,7 @@ func (p *dialPool) dialler(c *conn) {
 	defer idle.Stop()
 	for {
 		c.backend, c.dialErr = c.dialAndReplay()
+		c.release()
 		c.dialled <- struct{}{}
 		idle.Reset(diallerIdle)
 		select {

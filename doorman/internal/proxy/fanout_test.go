@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"napwake.dev/shared/testnet"
 )
 
 // When a pod turns Ready with callers held, at most Config.Dialling dials
@@ -174,4 +176,69 @@ func sockBuffers(t *testing.T, c *net.TCPConn) (rcv, snd int) {
 		t.Fatal(err, e1, e2)
 	}
 	return rcv, snd
+}
+
+// A workload whose pods drop SYNs holds each of its dials for the whole
+// dial timeout; it may take at most its share (three quarters) of the
+// diallers, so another workload's caller is still passed on at once.
+func TestAWorkloadWhosePodsDropSYNsDoesNotHoldUpAnother(t *testing.T) {
+	const dialling, stuckCallers = 4, 10
+	blackhole := netip.MustParseAddrPort("127.0.0.1:9") // stands for a pod that never answers
+	var mu sync.Mutex
+	stuck := 0
+	gate := make(chan struct{})
+	cfg := testConfig()
+	cfg.Dialling = dialling
+	cfg.Dial = func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+		if ap == blackhole {
+			mu.Lock()
+			stuck++
+			mu.Unlock()
+			select { // a SYN nobody answers: the dial ends only at its timeout
+			case <-gate:
+			case <-ctx.Done():
+			}
+			return nil, context.DeadlineExceeded
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", ap.String())
+		if err != nil {
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	defer close(gate)
+	w := testWorkload()
+	w.Phase = "Resuming"
+	h := newHarness(t, cfg, w)
+	other := w
+	other.Name = "web"
+	otherRoute := Route{DoormanPort: testnet.FreePort(t), Service: "web", PortName: "http", Port: 80, Workload: other}
+	if failed := h.srv.SetRoutes([]Route{h.route, otherRoute}); len(failed) > 0 {
+		t.Fatalf("SetRoutes: %v", failed)
+	}
+	h.table.SetEndpoints(h.route.Key(), []netip.AddrPort{blackhole})
+	for i := range stuckCallers {
+		_, _ = h.dial().Write([]byte("GET /" + strconv.Itoa(i) + " HTTP/1.1\r\nHost: api\r\n\r\n"))
+	}
+	wait(t, "the stuck workload's share of dials in flight", func() bool { mu.Lock(); defer mu.Unlock(); return stuck == dialling-dialling/4 })
+
+	b := newBackend(t)
+	h.table.SetEndpoints(otherRoute.Key(), []netip.AddrPort{b.ap()})
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(otherRoute.DoormanPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: web\r\n\r\n"))
+	wait(t, "the other workload's caller at its pod", func() bool { return b.accepted() == 1 })
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("the other workload's caller reached its pod after %v", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if stuck != dialling-dialling/4 {
+		t.Fatalf("%d dials to the stuck workload in flight, want its share %d", stuck, dialling-dialling/4)
+	}
 }
