@@ -288,6 +288,8 @@ func (c *conn) wait(retry *dialRetry) ([]netip.AddrPort, bool) {
 		if len(eps) > 0 {
 			if time.Now().Before(retry.at) && slices.Equal(eps, retry.on) {
 				until = minTime(retry.at, c.deadline)
+			} else if c.left() != nil {
+				return nil, false // gone while not read: never passed on
 			} else if ok, freed := s.caps.takePassing(c.passingCaps()); ok {
 				return eps, true
 			} else {

@@ -40,19 +40,7 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 	}
 	want, bytesFreed := c.room()
 	if want == 0 {
-		// No room to read: the caller waits in the network.
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		select {
-		case <-doneOf(changed):
-		case <-doneOf(placeFreed):
-		case <-doneOf(bytesFreed):
-		case <-t.C:
-			return os.ErrDeadlineExceeded
-		case <-c.srv.ctx.Done():
-			return c.srv.ctx.Err()
-		}
-		return errInterrupted
+		return c.waitUnread(deadline, changed, placeFreed, bytesFreed)
 	}
 	// The deadline first, then the interrupts: one already due cuts this
 	// read short rather than being overwritten.
@@ -95,6 +83,71 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 	}
 	c.readErr = err
 	return err
+}
+
+// leftCheck is how often a caller that is not being read (no room for its
+// bytes) is asked whether it is still there.
+const leftCheck = 500 * time.Millisecond
+
+// waitUnread waits, without reading, for a caller with no room left for its
+// bytes: it waits in the network. Since nothing reads it, its leaving (a
+// FIN or a reset) and the doorman closing its socket are found by asking
+// the socket every leftCheck; then it returns why, kept in readErr, so the
+// caller is never passed on. A FIN is seen once every byte before it is in
+// the doorman's socket buffer: a caller that leaves partway through a body
+// larger than that is let go once it is read.
+func (c *conn) waitUnread(deadline time.Time, changed, placeFreed, bytesFreed context.Context) error {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	tick := time.NewTicker(leftCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-doneOf(changed):
+		case <-doneOf(placeFreed):
+		case <-doneOf(bytesFreed):
+		case <-t.C:
+			return os.ErrDeadlineExceeded
+		case <-c.srv.ctx.Done():
+			return c.srv.ctx.Err()
+		case <-tick.C:
+			if err := c.left(); err != nil {
+				return err
+			}
+			continue
+		}
+		return errInterrupted
+	}
+}
+
+// tcpEstablished is Linux's TCP_ESTABLISHED state in tcp_info.
+const tcpEstablished = 1
+
+// left asks the socket, without reading it, whether the caller is gone: it
+// sent a FIN or a reset, or the doorman closed the socket. It returns why
+// (also kept in readErr), or nil while the connection is established.
+func (c *conn) left() error {
+	if c.readErr != nil {
+		return c.readErr
+	}
+	var gone error
+	err := control(c.rc, func(fd int) error {
+		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			return err
+		}
+		if info.State != tcpEstablished {
+			gone = io.EOF
+		}
+		return nil
+	})
+	if err != nil {
+		gone = err
+	}
+	if gone != nil {
+		c.readErr = gone
+	}
+	return gone
 }
 
 // interruptOn interrupts the connection when ctx is done, until stopped.

@@ -199,3 +199,55 @@ func TestStartGrowsTheDescriptorTableForTheCaps(t *testing.T) {
 		t.Errorf("descriptor table holds %d after Start, want at least %d (Held %d + 2 × Passing %d + 1024)", got, want, cfg.Limits.Held, cfg.Limits.Passing)
 	}
 }
+
+// A caller at its byte cap is not read, so its leaving is found by asking
+// the socket: a caller whose whole request sits in the doorman's buffers
+// when it closes is let go within leftCheck and never passed on, while a
+// caller still there is.
+func TestACallerAtItsCapThatLeavesIsNeverPassedOn(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.FreeBytes, cfg.Limits.ConnBytes, cfg.Limits.TotalBytes = 1024, 2048, 4096
+	w := testWorkload()
+	w.MaxWait = time.Minute // only finding it gone lets it go within the test
+	h := newHarness(t, cfg, w)
+	gone := h.dial()
+	order := append([]byte("POST /orders HTTP/1.1\r\nHost: api\r\nContent-Length: 6000\r\n\r\n"), bytes.Repeat([]byte("x"), 6000)...)
+	if _, err := gone.Write(order); err != nil { // fits the socket buffers
+		t.Fatal(err)
+	}
+	wait(t, "the caller held at its cap", func() bool { return h.held() == 1 && h.srv.bytesFree() == 4096-2048 })
+	_ = gone.Close()
+	wait(t, "the caller that left let go", func() bool { return h.held() == 0 })
+
+	stays := h.dial()
+	if _, err := stays.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "the caller that stays held", func() bool { return h.held() == 1 })
+	b := newBackend(t)
+	h.ready(b)
+	wait(t, "the caller that stays at the pod", func() bool { return b.accepted() >= 1 })
+	if n := b.accepted(); n != 1 || !bytes.HasPrefix(b.received(0), []byte("GET / ")) {
+		t.Fatalf("the pod got %d connections, first %q; want only the caller that stayed", n, b.received(0))
+	}
+}
+
+// Shutdown closes what is left when its time is up, and a caller held at
+// its byte cap (not being read) goes with it at once, not at maxWait.
+func TestShutdownEndsACallerHeldAtItsCap(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.FreeBytes, cfg.Limits.ConnBytes, cfg.Limits.TotalBytes = 1024, 2048, 4096
+	w := testWorkload()
+	w.MaxWait = time.Minute
+	h := newHarness(t, cfg, w)
+	c := h.dial()
+	go func() { _, _ = c.Write(bytes.Repeat([]byte("x"), 64<<10)) }() // more than the socket buffers take
+	wait(t, "the caller held at its cap", func() bool { return h.held() == 1 && h.srv.bytesFree() == 4096-2048 })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	h.srv.Shutdown(ctx)
+	if d := time.Since(start); d > 100*time.Millisecond+2*500*time.Millisecond+time.Second {
+		t.Fatalf("Shutdown took %v with a caller held at its cap; want its time plus about half a second", d)
+	}
+}
