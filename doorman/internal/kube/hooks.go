@@ -160,6 +160,10 @@ func (h *Hooks) addTurnedAway(ctx context.Context, k turnedKey, n int64) error {
 	return nil
 }
 
+// FinalFlush bounds the flush at shutdown: it must fit, with the HTTP
+// servers' shutdown, in what the grace period leaves after the connections.
+const FinalFlush = 3 * time.Second
+
 // RunTurnedAway flushes every interval (about a minute) until ctx ends,
 // and once more at the end.
 func (h *Hooks) RunTurnedAway(ctx context.Context, c clock.Clock, every time.Duration) {
@@ -168,7 +172,7 @@ func (h *Hooks) RunTurnedAway(ctx context.Context, c clock.Clock, every time.Dur
 	for {
 		select {
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			fctx, cancel := context.WithTimeout(context.Background(), FinalFlush)
 			h.FlushTurnedAway(fctx)
 			cancel()
 			return
