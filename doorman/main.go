@@ -45,6 +45,7 @@ import (
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/shared/logging"
+	"napwake.dev/shared/memlimit"
 	"napwake.dev/shared/signals"
 	"napwake.dev/shared/version"
 )
@@ -62,6 +63,7 @@ var (
 )
 
 func main() {
+	memlimit.Set() // before anything allocates much
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "doorman:", err)
 		os.Exit(1)

@@ -19,6 +19,7 @@ import (
 	"napwake.dev/operator/internal/manager"
 	"napwake.dev/operator/internal/routing"
 	"napwake.dev/shared/logging"
+	"napwake.dev/shared/memlimit"
 	"napwake.dev/shared/signals"
 	"napwake.dev/shared/version"
 )
@@ -26,6 +27,7 @@ import (
 const component = "napwake-operator"
 
 func main() {
+	memlimit.Set() // before anything allocates much
 	if err := run(signals.Context(context.Background()), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "operator:", err)
 		os.Exit(1)

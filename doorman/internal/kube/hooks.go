@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"maps"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,9 @@ func (h *Hooks) RouteConflict(_ context.Context, c Conflict) {
 // notServedEvery is how often each doorman pod may warn per workload.
 const notServedEvery = time.Minute
 
+// pruneWarnsAt is the size at which lastWarn drops its stale entries.
+const pruneWarnsAt = 256
+
 // NotServed emits a RequestNotServed warning naming the Service, the wait
 // and why, at most once a minute per workload from this pod.
 func (h *Hooks) NotServed(w proxy.Workload, service string, waited time.Duration, why string) {
@@ -96,6 +100,11 @@ func (h *Hooks) NotServed(w proxy.Workload, service string, waited time.Duration
 	if last, ok := h.lastWarn[w.Key()]; ok && now.Sub(last) < notServedEvery {
 		h.mu.Unlock()
 		return
+	}
+	if len(h.lastWarn) >= pruneWarnsAt {
+		// Entries older than a minute hold nothing back any more: drop
+		// them, so workloads long gone do not stay in the map.
+		maps.DeleteFunc(h.lastWarn, func(_ string, at time.Time) bool { return now.Sub(at) >= notServedEvery })
 	}
 	h.lastWarn[w.Key()] = now
 	h.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/addr"
+	"napwake.dev/doorman/internal/proxy"
 	"napwake.dev/shared/testenv"
 )
 
@@ -116,3 +119,43 @@ func TestTwoTenantsClaimingOnePortAreBothRefusedAndWarned(t *testing.T) {
 }
 
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// A Service port no route names any more stays watched while its port
+// lingers and drains, then leaves the watch and the table; one routed
+// again in time starts afresh.
+func TestKeysNoRouteNamesAreForgottenAfterTheDrain(t *testing.T) {
+	table := proxy.NewTable()
+	w := NewWatcher(nil, table, nil, addr.Rules{})
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	w.now = func() time.Time { return now }
+	gone := proxy.ServiceKey{Namespace: "preview-7", Service: "api", PortName: "http"}
+	back := proxy.ServiceKey{Namespace: "preview-8", Service: "api", PortName: "http"}
+	eps := []netip.AddrPort{netip.MustParseAddrPort("10.244.0.9:8080")}
+	for _, k := range []proxy.ServiceKey{gone, back} {
+		w.known[k] = eps
+		table.SetEndpoints(k, eps)
+	}
+	routeOf := func(k proxy.ServiceKey) proxy.Route {
+		return proxy.Route{Service: k.Service, PortName: k.PortName, Workload: proxy.Workload{Namespace: k.Namespace, Name: "api"}}
+	}
+	w.forgetGone(nil) // both unrouted from now
+	now = now.Add(forgetAfter - time.Second)
+	w.forgetGone([]proxy.Route{routeOf(back)}) // back is routed again
+	if len(table.Endpoints(gone)) == 0 || w.known[gone] == nil {
+		t.Fatal("a key was forgotten before its port's drain was over")
+	}
+	now = now.Add(time.Second)
+	w.forgetGone(nil)
+	if len(table.Endpoints(gone)) != 0 || w.known[gone] != nil {
+		t.Fatalf("a key unrouted for %v is still watched", forgetAfter)
+	}
+	if w.known[back] == nil {
+		t.Fatal("a key routed again within the drain was forgotten")
+	}
+	// back went unrouted again just now: its clock starts afresh.
+	now = now.Add(forgetAfter - time.Second)
+	w.forgetGone(nil)
+	if w.known[back] == nil {
+		t.Fatal("a key routed again was forgotten on its old clock")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,11 @@ type Watcher struct {
 	routesDirt bool
 	kick       chan struct{}
 	routes     []proxy.Route
+	// gone is when each known key stopped being routed: it stays watched
+	// while its port lingers and drains, then it is forgotten.
+	gone map[proxy.ServiceKey]time.Time
+	// now tells the time; tests may replace it.
+	now func() time.Time
 	// warned is the conflict last warned about on each doorman port.
 	warned map[int]string
 	// OnConflict, when set, is told of each new route conflict once.
@@ -90,7 +96,35 @@ func trimPod(obj any) (any, error) {
 // NewWatcher returns a watcher feeding table and sink from c.
 func NewWatcher(c cache.Cache, table *proxy.Table, sink RouteSink, rules addr.Rules) *Watcher {
 	return &Watcher{cache: c, table: table, sink: sink, rules: rules,
-		dirty: map[string]bool{}, kick: make(chan struct{}, 1), known: map[proxy.ServiceKey][]netip.AddrPort{}, warned: map[int]string{}}
+		dirty: map[string]bool{}, kick: make(chan struct{}, 1), known: map[proxy.ServiceKey][]netip.AddrPort{}, warned: map[int]string{},
+		gone: map[proxy.ServiceKey]time.Time{}, now: time.Now}
+}
+
+// forgetAfter is how long a key no route names any more stays watched:
+// its port's linger and drain (30 s and 5 min), and a margin.
+const forgetAfter = 6 * time.Minute
+
+// forgetGone drops the keys no route has named for forgetAfter, from the
+// watch and the table, so preview environments that come and go leave
+// nothing behind. routes are the current routes.
+func (w *Watcher) forgetGone(routes []proxy.Route) {
+	now := w.now()
+	routed := make(map[proxy.ServiceKey]bool, len(routes))
+	for _, r := range routes {
+		routed[r.Key()] = true
+	}
+	for k := range w.known {
+		switch {
+		case routed[k]:
+			delete(w.gone, k)
+		case w.gone[k].IsZero():
+			w.gone[k] = now
+		case now.Sub(w.gone[k]) >= forgetAfter:
+			delete(w.known, k)
+			delete(w.gone, k)
+			w.table.SetEndpoints(k, nil)
+		}
+	}
 }
 
 // warnConflicts tells OnConflict of each conflict not already told, and
@@ -126,11 +160,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return fmt.Errorf("waiting for the informer caches: %w", ctx.Err())
 	}
 	w.markRoutes()
+	// A sync a minute forgets keys gone long enough even when nothing
+	// changes.
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.kick:
+		case <-tick.C:
 		}
 		if err := w.sync(ctx); err != nil {
 			log.Error(err, "Syncing routes and endpoints")
@@ -209,6 +248,7 @@ func (w *Watcher) sync(ctx context.Context) error {
 	w.mu.Lock()
 	routes := w.routes
 	w.mu.Unlock()
+	w.forgetGone(routes)
 	// Keys of routes gone stay watched: their ports linger and drain.
 	keys := make([]proxy.ServiceKey, 0, len(routes)+len(w.known))
 	for _, r := range routes {
