@@ -199,24 +199,24 @@ const (
 
 // Event reasons.
 const (
-	EventWokenByRequest   = "WokenByRequest"
+	EventWokenByRequest = "WokenByRequest"
 	// EventRouteConflict warns that a doorman port is claimed for more than
 	// one Service port; the doorman serves neither.
 	EventRouteConflict = "RouteConflict"
 	// EventReplicasManagedByGitOps warns, once, that a GitOps controller
 	// owns the target's spec.replicas.
 	EventReplicasManagedByGitOps = "ReplicasManagedByGitOps"
-	EventNoReadinessProbe = "NoReadinessProbe"
-	EventRequestNotServed = "RequestNotServed"
-	EventRoutingFailed    = "RoutingFailed"
-	EventInvalidSetting   = "InvalidSetting"
-	EventPausing          = "Pausing"
-	EventPaused           = "Paused"
-	EventPauseCalledOff   = "PauseCalledOff"
-	EventWaking           = "Waking"
-	EventRunning          = "Running"
-	EventUnsupportedLB    = "UnsupportedLoadBalancer"
-	EventTargetNotFound   = "TargetNotFound"
+	EventNoReadinessProbe        = "NoReadinessProbe"
+	EventRequestNotServed        = "RequestNotServed"
+	EventRoutingFailed           = "RoutingFailed"
+	EventInvalidSetting          = "InvalidSetting"
+	EventPausing                 = "Pausing"
+	EventPaused                  = "Paused"
+	EventPauseCalledOff          = "PauseCalledOff"
+	EventWaking                  = "Waking"
+	EventRunning                 = "Running"
+	EventUnsupportedLB           = "UnsupportedLoadBalancer"
+	EventTargetNotFound          = "TargetNotFound"
 )
 
 // Doorman port range and caps (wake-on-request.md "When a workload isn't

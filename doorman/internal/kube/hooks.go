@@ -1,10 +1,10 @@
 package kube
 
 import (
-	"maps"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"

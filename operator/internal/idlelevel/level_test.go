@@ -85,7 +85,7 @@ func TestLevel(t *testing.T) {
 
 func TestBusy(t *testing.T) {
 	jvm := State{Lows: []int64{30, 31, 29, 30}, Hour: t0} // level 29, busy from 43
-	goApp := State{Lows: []int64{0, 1, 0, 0}, Hour: t0}  // level 0, busy from 1
+	goApp := State{Lows: []int64{0, 1, 0, 0}, Hour: t0}   // level 0, busy from 1
 	tests := []struct {
 		name  string
 		state State
