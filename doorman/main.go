@@ -160,8 +160,12 @@ func runUntil(stop context.Context, args []string) error {
 	goRun("informer cache", func() error { return cache.Start(runCtx) })
 	goRun("watcher", func() error {
 		go func() {
-			if cache.WaitForCacheSync(runCtx) {
+			// Ready once every routed port listens, not when the caches
+			// sync: the routes are set after that, by the watcher.
+			select {
+			case <-watcher.Synced():
 				ready.Store(true)
+			case <-runCtx.Done():
 			}
 		}()
 		return watcher.Run(runCtx)

@@ -54,6 +54,10 @@ type Watcher struct {
 	gone map[proxy.ServiceKey]time.Time
 	// now tells the time; tests may replace it.
 	now func() time.Time
+	// synced is closed once a sync has set routes with every port
+	// listening (Synced).
+	synced     chan struct{}
+	syncedOnce sync.Once
 	// warned is the conflict last warned about on each doorman port.
 	warned map[int]string
 	// OnConflict, when set, is told of each new route conflict once.
@@ -97,8 +101,14 @@ func trimPod(obj any) (any, error) {
 func NewWatcher(c cache.Cache, table *proxy.Table, sink RouteSink, rules addr.Rules) *Watcher {
 	return &Watcher{cache: c, table: table, sink: sink, rules: rules,
 		dirty: map[string]bool{}, kick: make(chan struct{}, 1), known: map[proxy.ServiceKey][]netip.AddrPort{}, warned: map[int]string{},
-		gone: map[proxy.ServiceKey]time.Time{}, now: time.Now}
+		gone: map[proxy.ServiceKey]time.Time{}, now: time.Now, synced: make(chan struct{})}
 }
+
+// Synced is closed once the watcher has set the routes of every
+// ManagedWorkload it saw at start, and the doorman listens on each of
+// their ports: a doorman is Ready only then (design.md section 12), or a
+// pod added to the slices would refuse connections until it caught up.
+func (w *Watcher) Synced() <-chan struct{} { return w.synced }
 
 // forgetAfter is how long a key no route names any more stays watched:
 // its port's linger and drain (30 s and 5 min), and a margin.
@@ -236,14 +246,21 @@ func (w *Watcher) sync(ctx context.Context) error {
 		for i, c := range conflicts {
 			ports[i] = c.DoormanPort
 		}
-		// Deferred calls run last first: the routes are set, then the
-		// conflicting ports, which no route names any more, close.
-		defer w.sink.ClosePorts(ports)
+
 		// Endpoints first, so a connection on a new port finds them.
 		for _, r := range routes {
 			dirty[r.Workload.Namespace] = true
 		}
-		defer w.sink.SetRoutes(routes)
+		defer func() {
+			// The routes are set, then the conflicting ports, which no
+			// route names any more, close. Once every port of the first
+			// routes listens, the doorman is synced: Ready.
+			failed := w.sink.SetRoutes(routes)
+			w.sink.ClosePorts(ports)
+			if len(failed) == 0 {
+				w.syncedOnce.Do(func() { close(w.synced) })
+			}
+		}()
 	}
 	w.mu.Lock()
 	routes := w.routes
