@@ -83,7 +83,7 @@ func TestRoutesServeNeitherSideOfAConflict(t *testing.T) {
 func TestTwoTenantsClaimingOnePortAreBothRefusedAndWarned(t *testing.T) {
 	nsA, nsB, nsC := newNamespace(t), newNamespace(t), newNamespace(t)
 	shared, own, moved := freeDoormanPort(t), freeDoormanPort(t), freeDoormanPort(t)
-	startDoorman(t, clock.RealClock{})
+	startDoormanWith(t, clock.RealClock{}, proxy.DefaultLimits())
 	pausedAt := time.Now().Add(-time.Minute)
 	createMW(t, nsA, shared, napwakev1alpha1.PhasePaused, pausedAt)
 	createMW(t, nsB, shared, napwakev1alpha1.PhasePaused, pausedAt)

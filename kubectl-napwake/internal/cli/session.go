@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"

@@ -42,7 +42,7 @@ func ReplicasOwner(entries []metav1.ManagedFieldsEntry) (Tool, bool) {
 		if i < 0 || e.FieldsV1 == nil || e.Subresource != "" {
 			continue
 		}
-		if ownsReplicas(e.FieldsV1.Raw) {
+		if ownsReplicas(e.FieldsV1.GetRawBytes()) {
 			return Tools[i], true
 		}
 	}
