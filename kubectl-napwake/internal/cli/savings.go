@@ -39,17 +39,9 @@ only, and the table says so.`,
 }
 
 func (o *Options) runSavings(ctx context.Context, format string) error {
-	s, err := o.connect()
+	s, _, list, err := o.listWorkloads(ctx)
 	if err != nil {
 		return err
-	}
-	var scope []client.ListOption
-	if !o.allNamespaces {
-		scope = append(scope, client.InNamespace(s.namespace))
-	}
-	var list napwakev1alpha1.ManagedWorkloadList
-	if err := s.c.List(ctx, &list, scope...); err != nil {
-		return s.explain(ctx, err, "listing ManagedWorkloads", "")
 	}
 	requests := make(map[string]render.Requests, len(list.Items))
 	for i := range list.Items {

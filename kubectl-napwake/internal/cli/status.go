@@ -74,10 +74,12 @@ the replica-hours paused so far.`,
 	return cmd
 }
 
-func (o *Options) runStatus(ctx context.Context, out *outputFlags) error {
+// listWorkloads connects and lists the ManagedWorkloads in scope: the
+// namespace, or every namespace with -A.
+func (o *Options) listWorkloads(ctx context.Context) (*session, []client.ListOption, *napwakev1alpha1.ManagedWorkloadList, error) {
 	s, err := o.connect()
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	var scope []client.ListOption
 	if !o.allNamespaces {
@@ -85,13 +87,21 @@ func (o *Options) runStatus(ctx context.Context, out *outputFlags) error {
 	}
 	var list napwakev1alpha1.ManagedWorkloadList
 	if err := s.c.List(ctx, &list, scope...); err != nil {
-		return s.explain(ctx, err, "listing ManagedWorkloads", "")
+		return nil, nil, nil, s.explain(ctx, err, "listing ManagedWorkloads", "")
+	}
+	return s, scope, &list, nil
+}
+
+func (o *Options) runStatus(ctx context.Context, out *outputFlags) error {
+	s, scope, list, err := o.listWorkloads(ctx)
+	if err != nil {
+		return err
 	}
 	if !out.table() {
 		for i := range list.Items {
 			list.Items[i].SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"))
 		}
-		return out.printObject(o, &list)
+		return out.printObject(o, list)
 	}
 	// InvalidSetting events feed "Needs attention". Someone who may read
 	// ManagedWorkloads but not events still gets the rest of the status.
