@@ -116,6 +116,9 @@ func (c *Config) Validate() error {
 	if b := c.PassSocketBuffer; b != 0 && (b < minSocketBuffer || b > maxSocketBuffer) {
 		errs = append(errs, fmt.Errorf("--pass-socket-buffer %d: want 0 (the kernel's autotuning) or %d to %d bytes", b, minSocketBuffer, maxSocketBuffer))
 	}
+	if c.WakeKeySecret != "" && c.PodNamespace == "" {
+		errs = append(errs, fmt.Errorf("--wake-key-secret %q: the Secret is read in the doorman's namespace, and POD_NAMESPACE is not set", c.WakeKeySecret))
+	}
 	if err := c.Logging.Validate(); err != nil {
 		errs = append(errs, err)
 	}
