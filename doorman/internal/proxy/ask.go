@@ -63,7 +63,7 @@ func (c *conn) click(d Decision) Decision {
 		return Decision{Action: Answer, Reply: AsleepReply}
 	case !woke:
 		c.verdict.Kind = ask.TooSoon
-		return decideAsk(ask.TooSoon, true)
+		return decideAsk(ask.TooSoon, true, true)
 	}
 	s.waker.clicked(c.route.Workload)
 	go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(s.cfg.WakeRetry))

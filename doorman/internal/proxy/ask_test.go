@@ -371,3 +371,14 @@ func TestWithoutAKeyTheButtonWakesNothing(t *testing.T) {
 	}
 	assertNoWake(t, p, 0)
 }
+
+func TestAfterAClickAPageLoadGetsTheWakingUpPage(t *testing.T) {
+	w := askWorkload()
+	w.LastRequest = time.Now().Add(-5 * time.Second)
+	p := newAskPods(t, 1, w)[0]
+	resp := p.exchange(t, pageLoad(askHost, chromeUA, "Sec-Fetch-Mode: navigate\r\n"))
+	if want := string(page.Waking{Host: askHost, Path: "/pulls/412"}.Render()); resp != want {
+		t.Fatalf("got\n%s\nwant the waking-up page", resp)
+	}
+	assertNoWake(t, p, 0)
+}

@@ -95,7 +95,7 @@ func remoteAddr(c net.Conn) netip.Addr {
 // facts are what the policy decides from, now.
 func (c *conn) facts(kind classify.Kind, ready bool) Facts {
 	return Facts{Kind: kind, Left: c.readErr != nil, Ready: ready, Removed: c.removed, Phase: c.route.Workload.Phase,
-		Sent: len(c.buf) > 0, Verdict: c.verdict.Kind}
+		Sent: len(c.buf) > 0, Verdict: c.verdict.Kind, WakeRequested: wakeRequested(c.route.Workload, c.srv.cfg.Clock.Now())}
 }
 
 // serve decides what to do with a new connection and does it, up to the

@@ -108,6 +108,10 @@ type Facts struct {
 	// Verdict is ask.Judge's judgement of a request classify said Asleep;
 	// ask.NeedMore before it is judged (Judge never gives it after).
 	Verdict ask.Kind
+	// WakeRequested: a click (or any wake request) was stamped in this
+	// pause, within pauseWokenFor: the workload is waking though its phase
+	// may not say so yet (wakeRequested).
+	WakeRequested bool
 }
 
 // decide is the wake policy ("What wakes a workload, and what doesn't"):
@@ -136,7 +140,10 @@ type Facts struct {
 //   - HTTP is judged (ask.Judge), then answered by the verdict: a fresh
 //     click is a Click that wakes (none on a removed route), the page's
 //     other verdicts get the asleep page, not counted, and the rest the
-//     503, counted as turned away.
+//     503, counted as turned away. Once a wake was requested in this
+//     pause, a page load gets the waking-up page ("once the workload is
+//     waking, as with Request"), so the waking-up page's reload after a
+//     click does not show the asleep page again; a click still gets 429.
 func decide(f Facts) Decision {
 	live := !f.Removed
 	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
@@ -154,7 +161,7 @@ func decide(f Facts) Decision {
 	case f.Kind == classify.Refuse && f.Left && !f.Sent:
 		return Decision{Action: Drop}
 	case f.Kind == classify.Asleep:
-		return decideAsk(f.Verdict, live)
+		return decideAsk(f.Verdict, live, f.WakeRequested)
 	default:
 		return Decision{Action: Answer, Reply: replyFor(f.Kind), Wake: live && f.Kind.Wakes(), TurnedAway: f.Kind.TurnedAway()}
 	}
@@ -162,10 +169,12 @@ func decide(f Facts) Decision {
 
 // decideAsk is the answer to a request to a workload that asks, by its
 // verdict ("What browsers, robots and API clients see").
-func decideAsk(v ask.Kind, live bool) Decision {
+func decideAsk(v ask.Kind, live, wakeRequested bool) Decision {
 	switch {
 	case v == ask.NeedMore:
 		return Decision{Action: Judge}
+	case v == ask.PageLoad && wakeRequested:
+		return Decision{Action: Answer, Reply: WakingPage}
 	case v == ask.Wake && live:
 		return Decision{Action: Click, Reply: WakingPage, Wake: true}
 	case v == ask.Wake:
@@ -250,6 +259,14 @@ func sharersOf(r Route, live []Route) []Workload {
 		out = append(out, o.Workload)
 	}
 	return out
+}
+
+// wakeRequested reports whether w's last wake request (napwake.dev/
+// last-request, as every doorman pod sees it) came in its current pause and
+// within pauseWokenFor of now: it is waking, or about to be.
+func wakeRequested(w Workload, now time.Time) bool {
+	return !w.LastRequest.IsZero() && !w.PausedAt.IsZero() && !w.LastRequest.Before(w.PausedAt.Truncate(time.Second)) &&
+		now.Sub(w.LastRequest) < pauseWokenFor
 }
 
 // woken is when this doorman last woke a workload, and the pause it woke.

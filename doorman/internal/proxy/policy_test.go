@@ -57,6 +57,10 @@ func TestDecide(t *testing.T) {
 			Facts{Kind: classify.Asleep, Phase: paused, Sent: true}, Decision{Action: Judge}},
 		{"in Ask mode a person's browser opening a page gets the asleep page, waking nothing and not counted",
 			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.PageLoad}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode once a wake was requested in this pause a page load gets the waking-up page, waking nothing more",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.PageLoad, WakeRequested: true}, Decision{Action: Answer, Reply: WakingPage}},
+		{"in Ask mode once a wake was requested a click within the minute still gets the asleep page's 429",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.TooSoon, WakeRequested: true}, Decision{Action: Answer, Reply: AsleepPage}},
 		{"in Ask mode a fresh click from the page wakes it, and the waking-up page follows",
 			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.Wake}, Decision{Action: Click, Reply: WakingPage, Wake: true}},
 		{"in Ask mode a fresh click while it pauses calls the pause off",
@@ -90,6 +94,29 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := decide(tc.f); got != tc.want {
 				t.Fatalf("decide(%+v) = %+v (%v), want %+v (%v)", tc.f, got, got.Action, tc.want, tc.want.Action)
+			}
+		})
+	}
+}
+
+func TestAWakeRequestedInThisPauseMeansWaking(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	pausedAt := now.Add(-time.Hour)
+	cases := []struct {
+		name string
+		last time.Time
+		want bool
+	}{
+		{"no wake request: not waking", time.Time{}, false},
+		{"a wake request a second ago in this pause: waking", now.Add(-time.Second), true},
+		{"a wake request just before the pause began: not waking", pausedAt.Add(-time.Second), false},
+		{"a wake request five minutes ago that nothing acted on: not waking", now.Add(-pauseWokenFor), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Workload{Phase: "Paused", PausedAt: pausedAt, LastRequest: tc.last}
+			if got := wakeRequested(w, now); got != tc.want {
+				t.Fatalf("wakeRequested = %v, want %v", got, tc.want)
 			}
 		})
 	}
