@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"time"
 )
 
@@ -22,6 +23,9 @@ func tlsFront(listen, upstream, certFile, keyFile string) error {
 	}
 	proxy := &httputil.ReverseProxy{
 		Director: func(r *http.Request) {
+			// Logged so the suite can see the browser sent fetch metadata.
+			fmt.Fprintf(os.Stderr, "%s %s sec-fetch-site=%q sec-fetch-user=%q origin=%q\n",
+				r.Method, r.URL.Path, r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-User"), r.Header.Get("Origin"))
 			r.URL.Scheme, r.URL.Host = u.Scheme, u.Host // r.Host, the Host header, stays the browser's
 		},
 		// The doorman closes every answer; a pod keeps its connection.
