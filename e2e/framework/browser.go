@@ -24,7 +24,10 @@ import (
 // protocol. The suite runs in the node's network namespace, and so does the
 // browser it starts, so it opens ClusterIPs as a person's browser opens an
 // environment's address. It ignores certificate errors: the suite's TLS
-// front has a self-signed certificate.
+// front has a self-signed certificate. It sends the User-Agent of the same
+// Chromium with a window (BrowserUA), not its headless one: the doorman
+// takes "HeadlessChrome" for a robot, as the spec says, and a person's
+// browser is what the suite plays.
 type Browser struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,7 +53,8 @@ func NewBrowser(ctx context.Context) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.IgnoreCertErrors, chromedp.WindowSize(900, 640))
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.IgnoreCertErrors,
+		chromedp.WindowSize(900, 640), chromedp.UserAgent(BrowserUA))
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	if err := chromedp.Do(bctx); err != nil { // starts it
@@ -60,6 +64,9 @@ func NewBrowser(ctx context.Context) (*Browser, error) {
 	}
 	return &Browser{ctx: bctx, cancel: func() { bcancel(); acancel() }}, nil
 }
+
+// BrowserUA is Chromium 156's User-Agent on Linux with a window.
+const BrowserUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
 
 // Close stops the browser.
 func (b *Browser) Close() { b.cancel() }

@@ -46,7 +46,7 @@ func askWorkload() Workload {
 
 // newAskPods starts n doorman pods sharing one wake key and one
 // ManagedWorkload (its last wake request), as a click can reach any.
-func newAskPods(t *testing.T, n int, w Workload) []askPod {
+func newAskPods(t testing.TB, n int, w Workload) []askPod {
 	t.Helper()
 	key, err := ask.NewKey(rand.Reader)
 	if err != nil {
@@ -70,9 +70,10 @@ func (p askPod) token() string {
 }
 
 // exchange sends raw and reads the whole answer.
-func (p askPod) exchange(t *testing.T, raw string) string {
+func (p askPod) exchange(t testing.TB, raw string) string {
 	t.Helper()
 	c := p.dial()
+	defer c.Close()
 	if _, err := c.Write([]byte(raw)); err != nil {
 		t.Fatal(err)
 	}
