@@ -31,11 +31,7 @@ import (
 // localhost); through a TLS-terminating front, by Sec-Fetch-Site.
 
 var _ = Describe("Napwake asking before waking", func() {
-	BeforeEach(func() {
-		if os.Getenv("NAPWAKE_E2E_NAMESPACE") == "" {
-			Fail("Napwake is not installed: run the suite through hack/e2e.sh (make e2e)")
-		}
-	})
+	BeforeEach(requireNapwake)
 	It("shows a browser the asleep page over plain HTTP; a click wakes it, a second within the minute gets 429", func() {
 		inNamespace("ask", nil, scenarioAskOverHTTP)
 	})

@@ -1,10 +1,6 @@
 package controller
 
 import (
-	"strconv"
-	"strings"
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -17,28 +13,11 @@ import (
 // that is missing or cannot be read leaves status as it is, so the count of
 // the last pause stays once the workload is awake.
 func copyTurnedAway(mw *napwakev1alpha1.ManagedWorkload) {
-	at, n, ok := parseTurnedAway(mw.Annotations[napwakev1alpha1.AnnotationTurnedAway])
+	at, n, ok := napwakev1alpha1.ParseTurnedAway(mw.Annotations[napwakev1alpha1.AnnotationTurnedAway])
 	if !ok {
 		return
 	}
 	mw.Status.TurnedAway = &napwakev1alpha1.TurnedAwayStatus{PausedAt: metav1.NewTime(at), Requests: n}
-}
-
-// parseTurnedAway reads the annotation; ok is false for anything malformed.
-func parseTurnedAway(s string) (pausedAt time.Time, n int64, ok bool) {
-	at, count, found := strings.Cut(s, "/")
-	if !found {
-		return time.Time{}, 0, false
-	}
-	t, err := time.Parse(time.RFC3339, at)
-	if err != nil {
-		return time.Time{}, 0, false
-	}
-	c, err := strconv.ParseInt(count, 10, 64)
-	if err != nil || c < 0 {
-		return time.Time{}, 0, false
-	}
-	return t.UTC(), c, true
 }
 
 // turnedAwayEqual reports whether a and b count the same.
