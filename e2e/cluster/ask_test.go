@@ -224,7 +224,7 @@ func scenarioAskOverHTTP(ctx context.Context, ns string) {
 // page (which has no <main>, as the doorman's pages do).
 func landOnApp(t *framework.Tab) {
 	Eventually(func() error { return t.WaitVisible("body:not(:has(main))", 5*time.Second) }).
-		WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed())
+		WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 // chromeLikeUA is a current browser's User-Agent, for requests the suite
