@@ -133,7 +133,7 @@ func wantAsleepPage(t *testing.T, p askPod, resp, wantStatus, words string) {
 	if m == nil {
 		t.Fatalf("no button in %s", resp)
 	}
-	if v := ask.Verify(m[1], p.harness.srv.ring(), p.route.Workload.Key(), p.route.Workload.PausedAt, time.Now()); v != ask.TokenGood {
+	if v := ask.Verify(m[1], p.srv.ring(), p.route.Workload.Key(), p.route.Workload.PausedAt, time.Now()); v != ask.TokenGood {
 		t.Fatalf("the page's button is %v, want a fresh token", v)
 	}
 	if !strings.Contains(resp, `<p class="addr">`+askHost+"/pulls/412</p>") {

@@ -22,11 +22,13 @@ func tlsFront(listen, upstream, certFile, keyFile string) error {
 		return fmt.Errorf("--tls-front %q: want http://host:port", upstream)
 	}
 	proxy := &httputil.ReverseProxy{
-		Director: func(r *http.Request) {
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			r := pr.In
 			// Logged so the suite can see the browser sent fetch metadata.
 			fmt.Fprintf(os.Stderr, "%s %s sec-fetch-site=%q sec-fetch-user=%q origin=%q\n",
 				r.Method, r.URL.Path, r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Sec-Fetch-User"), r.Header.Get("Origin"))
-			r.URL.Scheme, r.URL.Host = u.Scheme, u.Host // r.Host, the Host header, stays the browser's
+			pr.SetURL(u)
+			pr.Out.Host = r.Host // the Host header stays the browser's
 		},
 		// The doorman closes every answer; a pod keeps its connection.
 		Transport: &http.Transport{ResponseHeaderTimeout: 3 * time.Minute, MaxIdleConnsPerHost: 4},
