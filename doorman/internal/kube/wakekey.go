@@ -38,21 +38,36 @@ type WakeKey struct {
 	log    logr.Logger
 
 	ring    atomic.Pointer[ask.Ring]
-	missing atomic.Bool // the Secret was not found at the last read
+	missing atomic.Bool   // the Secret was not found at the last read
+	unknown chan struct{} // a click carried a key this pod does not know
 }
+
+// unknownEvery bounds the extra reads clicks with an unknown key cause: a
+// flood of forged key ids costs at most one read of the Secret this often.
+const unknownEvery = 5 * time.Second
 
 var _ proxy.Keys = (*WakeKey)(nil)
 
 // NewWakeKey returns a keeper of the Secret namespace/name; rnd is
 // crypto/rand.Reader in the doorman.
 func NewWakeKey(c client.Client, namespace, name string, clk clock.PassiveClock, rnd io.Reader, log logr.Logger) *WakeKey {
-	k := &WakeKey{client: c, key: types.NamespacedName{Namespace: namespace, Name: name}, clock: clk, rnd: rnd, log: log}
+	k := &WakeKey{client: c, key: types.NamespacedName{Namespace: namespace, Name: name}, clock: clk, rnd: rnd, log: log,
+		unknown: make(chan struct{}, 1)}
 	k.ring.Store(&ask.Ring{})
 	return k
 }
 
 // Ring is the ring as last read.
 func (k *WakeKey) Ring() *ask.Ring { return k.ring.Load() }
+
+// Unknown asks Run to read the Secret again soon: a click carried a key id
+// this pod does not know, as when another pod has just filled it.
+func (k *WakeKey) Unknown() {
+	select {
+	case k.unknown <- struct{}{}:
+	default:
+	}
+}
 
 // Refresh reads the Secret and takes what it holds into the ring, filling
 // it first when it is empty or holds something unreadable. A Secret that
@@ -111,19 +126,32 @@ func (k *WakeKey) observe(keys ask.Keys, now time.Time) {
 	k.ring.Store(&next)
 }
 
-// Run refreshes at once, then every WakeKeyEvery until ctx ends.
+// Run refreshes at once, then every WakeKeyEvery, and after Unknown (at
+// most once every unknownEvery), until ctx ends.
 func (k *WakeKey) Run(ctx context.Context, c clock.Clock) {
 	t := c.NewTimer(0)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
-			if err := k.Refresh(ctx); err != nil {
-				k.log.Error(err, "Reading the wake key Secret")
+		case <-k.unknown:
+			if c.Since(last) < unknownEvery {
+				continue
 			}
-			t.Reset(WakeKeyEvery)
+		case <-t.C():
 		}
+		last = c.Now()
+		if err := k.Refresh(ctx); err != nil {
+			k.log.Error(err, "Reading the wake key Secret")
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C():
+			default:
+			}
+		}
+		t.Reset(WakeKeyEvery)
 	}
 }

@@ -206,3 +206,39 @@ func TestAClickWakesOnceAMinuteWhicheverPodItReaches(t *testing.T) {
 		t.Fatalf("%d WokenByRequest events, want 2", n)
 	}
 }
+
+func TestAClickWithAnUnknownKeyMakesThePodReadTheSecretAgain(t *testing.T) {
+	ns := newNamespace(t)
+	emptySecret(t, ns)
+	fc := clocktesting.NewFakeClock(time.Now())
+	b := NewWakeKey(k8s, ns, wakeKeyName, fc, rand.Reader, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go b.Run(ctx, fc)
+	pollUntil(t, "the timer set", fc.HasWaiters)
+	fc.Step(0) // the first read
+	pollUntil(t, "the first key", func() bool { return !b.Ring().Empty() })
+	first := b.Ring().Current().ID
+
+	setSecretData(t, ns, nil)
+	a := NewWakeKey(k8s, ns, wakeKeyName, fc, rand.Reader, logr.Discard())
+	refresh(t, a) // another pod fills it afresh
+	fc.Step(unknownEvery)
+	b.Unknown() // a click signed by a's key reached b
+	pollUntil(t, "b reading a's key", func() bool { return b.Ring().Current().ID == a.Ring().Current().ID })
+	if a.Ring().Current().ID == first {
+		t.Fatalf("the Secret was not refilled")
+	}
+}
+
+// pollUntil polls cond every 10 ms for up to 10 s.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a bound
+	}
+}

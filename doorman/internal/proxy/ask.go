@@ -37,6 +37,9 @@ func (c *conn) judge() ask.Verdict {
 		}
 		in.Final = in.Final || c.readErr != nil || len(in.Body) >= ask.MaxBodyBytes
 		v := ask.Judge(&in)
+		if v.Token == ask.TokenUnknownKey && s.cfg.Keys != nil {
+			s.cfg.Keys.Unknown()
+		}
 		if v.Kind != ask.NeedMore {
 			return v
 		}

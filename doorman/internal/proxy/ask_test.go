@@ -31,6 +31,8 @@ type staticKeys struct{ r *ask.Ring }
 
 func (k staticKeys) Ring() *ask.Ring { return k.r }
 
+func (staticKeys) Unknown() {}
+
 // askPod is one doorman pod serving a paused workload that asks.
 type askPod struct {
 	*harness

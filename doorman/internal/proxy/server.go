@@ -41,6 +41,10 @@ type Hooks interface {
 // Wake it buttons with; nil, or a nil ring, is no key yet.
 type Keys interface {
 	Ring() *ask.Ring
+	// Unknown says a click carried a well-formed token of a key the ring
+	// does not know: another pod may have filled the Secret just now, so
+	// read it again soon.
+	Unknown()
 }
 
 // Config is the proxy's configuration. Zero durations take the defaults
