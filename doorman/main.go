@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -129,7 +130,14 @@ func runUntil(stop context.Context, args []string) error {
 	m := metrics.New()
 	table := proxy.NewTable()
 	hooks := kube.NewHooks(c, recorder, clock.RealClock{}, log.WithName("hooks"))
+	var wakeKey *kube.WakeKey
+	var keys proxy.Keys
+	if cfg.WakeKeySecret != "" {
+		wakeKey = kube.NewWakeKey(c, cfg.PodNamespace, cfg.WakeKeySecret, clock.RealClock{}, rand.Reader, log.WithName("wake-key"))
+		keys = wakeKey
+	}
 	srv := proxy.New(proxy.Config{
+		Keys:          keys,
 		ListenAddress: cfg.ListenAddress,
 		Rules:         addr.Rules{Self: cfg.PodIPs},
 		ExtraAgents:   cfg.Agents(),
@@ -170,6 +178,9 @@ func runUntil(stop context.Context, args []string) error {
 		}()
 		return watcher.Run(runCtx)
 	})
+	if wakeKey != nil {
+		goRun("wake key", func() error { wakeKey.Run(runCtx, clock.RealClock{}); return nil })
+	}
 	goRun("turned-away", func() error { hooks.RunTurnedAway(runCtx, clock.RealClock{}, turnedAwayEvery); return nil })
 
 	health := http.NewServeMux()

@@ -10,6 +10,7 @@ packages=(
   containerd runc containernetworking-plugins iptables conntrack # the local cluster's node
   util-linux iproute2 openssl procps                             # nsenter/unshare, netns, certificates, ps
   haproxy wrk                                                    # the doorman's benchmark peers and tests
+  chromium-headless-shell                                        # the browser the asking scenarios drive (e2e)
 )
 
 if [ "${1:-}" = --list ]; then printf '%s\n' "${packages[@]}"; exit 0; fi

@@ -245,6 +245,17 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	t.Run("the admission policies", testAdmissionPolicies)
 	t.Run("the RBAC", testRBAC)
 
+	// The doorman fills its wake key (as itself: its Role allows it).
+	doorman := clientsAs(t, doormanUser)
+	key, err := doorman.kube.CoreV1().Secrets(namespace).Get(ctx, wakeKeySecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key.Data = map[string][]byte{"key": []byte("0123456789abcdef0123456789abcdef")}
+	if _, err := doorman.kube.CoreV1().Secrets(namespace).Update(ctx, key, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("the doorman cannot fill its wake key: %v", err)
+	}
+
 	before, err := admin.kube.AppsV1().Deployments(namespace).Get(ctx, operatorName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +280,13 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 	if v := dm.Spec.Template.Labels["app.kubernetes.io/version"]; v != "0.2.0" {
 		t.Errorf("doorman pods' version label after upgrade %q, want 0.2.0", v)
+	}
+	key, err = admin.kube.CoreV1().Secrets(namespace).Get(ctx, wakeKeySecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(key.Data["key"]) != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("helm upgrade reset the wake key: data %v", key.Data)
 	}
 
 	if _, err := runHelm("uninstall", release, "--namespace", namespace, "--kubeconfig", kc); err != nil {

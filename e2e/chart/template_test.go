@@ -82,8 +82,9 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 		{"ClusterRole", operatorName}, {"ClusterRoleBinding", operatorName},
 		{"Role", operatorName + "-leader-election"}, {"RoleBinding", operatorName + "-leader-election"},
 		{"ServiceAccount", doormanName}, {"Deployment", doormanName}, {"Service", doormanName}, {"Service", doormanPods},
-		{"PodDisruptionBudget", doormanName},
+		{"PodDisruptionBudget", doormanName}, {"Secret", wakeKeySecret},
 		{"ClusterRole", doormanName}, {"ClusterRoleBinding", doormanName},
+		{"Role", doormanName + "-wake-key"}, {"RoleBinding", doormanName + "-wake-key"},
 		{"ValidatingAdmissionPolicy", doormanName + "-changes-only-wake-annotations"},
 		{"ValidatingAdmissionPolicyBinding", doormanName + "-changes-only-wake-annotations"},
 		{"ValidatingAdmissionPolicy", doormanName + "-only-sets-last-request"},
@@ -98,8 +99,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 			t.Errorf("%s rendered by default: %s", off, got)
 		}
 	}
-	if got := len(objs); got != 20 {
-		t.Errorf("rendered %d objects, want the 20 above: %s", got, objs)
+	if got := len(objs); got != 23 {
+		t.Errorf("rendered %d objects, want the 23 above: %s", got, objs)
 	}
 	for _, u := range objs {
 		if ns := u.GetNamespace(); ns != "" && ns != namespace {
@@ -172,7 +173,7 @@ func TestDoormanDeploymentFollowsTheContract(t *testing.T) {
 	}
 	wantFlag(t, c, "metrics-bind-address", ":8443")
 	wantFlag(t, c, "health-probe-bind-address", ":8081")
-	wantNoFlag(t, c, "wake-key-secret")
+	wantFlag(t, c, "wake-key-secret", wakeKeySecret)
 	wantNoFlag(t, c, "health-check-user-agents")
 	env := map[string]string{}
 	for _, e := range c.Env {
@@ -214,6 +215,12 @@ func TestDoormanDeploymentFollowsTheContract(t *testing.T) {
 	}
 	if d.Spec.MinReadySeconds != 5 {
 		t.Errorf("minReadySeconds %d, want 5: an old doorman stops 5 s after its successor is Ready", d.Spec.MinReadySeconds)
+	}
+
+	var secret corev1.Secret
+	into(t, objs.get(t, "Secret", wakeKeySecret), &secret)
+	if len(secret.Data) != 0 || len(secret.StringData) != 0 {
+		t.Errorf("wake key Secret renders data %v/%v: Helm must never set it", secret.Data, secret.StringData)
 	}
 
 	var pdb policyv1.PodDisruptionBudget

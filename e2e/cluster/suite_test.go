@@ -56,13 +56,17 @@ var _ = Describe("The local cluster", func() {
 	})
 })
 
-// The Napwake scenarios need Napwake installed (hack/e2e.sh does it).
+// requireNapwake fails a spec that needs Napwake installed (hack/e2e.sh
+// does it) when it is not.
+func requireNapwake() {
+	if os.Getenv("NAPWAKE_E2E_NAMESPACE") == "" {
+		Fail("Napwake is not installed: run the suite through hack/e2e.sh (make e2e)")
+	}
+}
+
+// The Napwake scenarios need Napwake installed.
 var _ = Describe("Napwake", func() {
-	BeforeEach(func() {
-		if os.Getenv("NAPWAKE_E2E_NAMESPACE") == "" {
-			Fail("Napwake is not installed: run the suite through hack/e2e.sh (make e2e)")
-		}
-	})
+	BeforeEach(requireNapwake)
 	It("pauses a Deployment opted in by label once it is idle, and routes its Service to the doorman", func() {
 		inNamespace("idle", nil, scenarioPausesWhenIdle)
 	})

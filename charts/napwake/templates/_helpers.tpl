@@ -6,6 +6,7 @@ napwake-doorman-wake-key. Keep the <release>-<component> shape.
 {{- define "napwake.operator.name" -}}{{ printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 {{- define "napwake.doorman.name" -}}{{ printf "%s-doorman" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 {{- define "napwake.doorman.podsService" -}}{{ printf "%s-doorman-pods" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
+{{- define "napwake.doorman.wakeKeySecret" -}}{{ printf "%s-doorman-wake-key" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 
 {{/* The username the API server gives the doorman's ServiceAccount. */}}
 {{- define "napwake.doorman.username" -}}

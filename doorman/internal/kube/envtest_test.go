@@ -335,7 +335,7 @@ func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "api"}, &mw); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway], FormatTurnedAway(pausedAt, 5); got != want {
+	if got, want := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway], napwakev1alpha1.FormatTurnedAway(pausedAt, 5); got != want {
 		t.Fatalf("turned-away %q, want %q", got, want)
 	}
 	// A new pause starts the count again.
@@ -348,7 +348,7 @@ func TestTurnedAwayIsCountedPerPauseAndSummedAcrossPods(t *testing.T) {
 	podA.TurnedAway(w)
 	podA.FlushTurnedAway(ctx)
 	_ = k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "api"}, &mw)
-	if got, want := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway], FormatTurnedAway(newPause, 1); got != want {
+	if got, want := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway], napwakev1alpha1.FormatTurnedAway(newPause, 1); got != want {
 		t.Fatalf("turned-away after a new pause %q, want %q", got, want)
 	}
 }
@@ -363,7 +363,7 @@ func TestAStaleResourceVersionKeepsTheCountForTheNextFlush(t *testing.T) {
 	var mw napwakev1alpha1.ManagedWorkload
 	_ = k8s.Get(ctx, key.workload, &mw)
 	orig := mw.DeepCopy()
-	mw.Annotations = map[string]string{napwakev1alpha1.AnnotationTurnedAway: FormatTurnedAway(pausedAt, 1)}
+	mw.Annotations = map[string]string{napwakev1alpha1.AnnotationTurnedAway: napwakev1alpha1.FormatTurnedAway(pausedAt, 1)}
 	orig.ResourceVersion = "1" // stale
 	err := k8s.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err == nil {
@@ -372,7 +372,7 @@ func TestAStaleResourceVersionKeepsTheCountForTheNextFlush(t *testing.T) {
 	h.TurnedAway(proxy.Workload{Namespace: namespace, Name: "api", PausedAt: pausedAt})
 	h.FlushTurnedAway(ctx)
 	_ = k8s.Get(ctx, key.workload, &mw)
-	if got := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway]; got != FormatTurnedAway(pausedAt, 1) {
+	if got := mw.Annotations[napwakev1alpha1.AnnotationTurnedAway]; got != napwakev1alpha1.FormatTurnedAway(pausedAt, 1) {
 		t.Fatalf("turned-away %q", got)
 	}
 }

@@ -190,12 +190,12 @@ func FuzzFilterEndpoints(f *testing.F) {
 
 func TestTurnedAwayAnnotationRoundTrips(t *testing.T) {
 	at := metav1.Now().UTC().Truncate(1e9)
-	got, n, ok := ParseTurnedAway(FormatTurnedAway(at, 312))
+	got, n, ok := napwakev1alpha1.ParseTurnedAway(napwakev1alpha1.FormatTurnedAway(at, 312))
 	if !ok || !got.Equal(at) || n != 312 {
 		t.Fatalf("round trip: %v %d %v", got, n, ok)
 	}
 	for _, bad := range []string{"", "312", "2026-10-23T18:04:12Z", "2026-10-23T18:04:12Z/-1", "yesterday/3", "2026-10-23T18:04:12Z/x"} {
-		if _, _, ok := ParseTurnedAway(bad); ok {
+		if _, _, ok := napwakev1alpha1.ParseTurnedAway(bad); ok {
 			t.Errorf("ParseTurnedAway(%q) accepted", bad)
 		}
 	}

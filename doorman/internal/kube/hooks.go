@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -155,14 +154,14 @@ func (h *Hooks) addTurnedAway(ctx context.Context, k turnedKey, n int64) error {
 		return nil // the count is for a pause that is over
 	}
 	total := n
-	if at, count, ok := ParseTurnedAway(mw.Annotations[napwakev1alpha1.AnnotationTurnedAway]); ok && at.Equal(k.pausedAt) {
+	if at, count, ok := napwakev1alpha1.ParseTurnedAway(mw.Annotations[napwakev1alpha1.AnnotationTurnedAway]); ok && at.Equal(k.pausedAt) {
 		total += count
 	}
 	orig := mw.DeepCopy()
 	if mw.Annotations == nil {
 		mw.Annotations = map[string]string{}
 	}
-	mw.Annotations[napwakev1alpha1.AnnotationTurnedAway] = FormatTurnedAway(k.pausedAt, total)
+	mw.Annotations[napwakev1alpha1.AnnotationTurnedAway] = napwakev1alpha1.FormatTurnedAway(k.pausedAt, total)
 	if err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching the turned-away count of %s: %w", k.workload, err)
 	}
@@ -190,26 +189,4 @@ func (h *Hooks) RunTurnedAway(ctx context.Context, c clock.Clock, every time.Dur
 			t.Reset(every)
 		}
 	}
-}
-
-// FormatTurnedAway renders the annotation: "<pausedAt RFC3339>/<count>".
-func FormatTurnedAway(pausedAt time.Time, n int64) string {
-	return pausedAt.UTC().Format(time.RFC3339) + "/" + strconv.FormatInt(n, 10)
-}
-
-// ParseTurnedAway reads the annotation; ok is false for anything malformed.
-func ParseTurnedAway(s string) (pausedAt time.Time, n int64, ok bool) {
-	at, count, found := strings.Cut(s, "/")
-	if !found {
-		return time.Time{}, 0, false
-	}
-	t, err := time.Parse(time.RFC3339, at)
-	if err != nil {
-		return time.Time{}, 0, false
-	}
-	c, err := strconv.ParseInt(count, 10, 64)
-	if err != nil || c < 0 {
-		return time.Time{}, 0, false
-	}
-	return t.UTC(), c, true
 }

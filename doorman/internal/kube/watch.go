@@ -328,5 +328,6 @@ func WorkloadOf(mw *napwakev1alpha1.ManagedWorkload) proxy.Workload {
 	if mw.Status.ResumedAt != nil {
 		w.ResumedAt = mw.Status.ResumedAt.Time
 	}
+	w.LastRequest = lastRequest(mw)
 	return w
 }

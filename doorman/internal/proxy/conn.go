@@ -12,6 +12,7 @@ import (
 	"time"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/doorman/internal/page"
@@ -57,6 +58,11 @@ type conn struct {
 	deadline time.Time // maxWait after start, in real time: a socket deadline
 	wakes    bool      // the hold wakes the workload
 
+	// A request to a workload that asks (ask.go): its head, and the
+	// verdict once judged.
+	head    classify.Request
+	verdict ask.Verdict
+
 	// The held bytes (held.go).
 	buf     []byte
 	counted int   // bytes of buf taken from the shared budget
@@ -89,7 +95,8 @@ func remoteAddr(c net.Conn) netip.Addr {
 
 // facts are what the policy decides from, now.
 func (c *conn) facts(kind classify.Kind, ready bool) Facts {
-	return Facts{Kind: kind, Left: c.readErr != nil, Ready: ready, Removed: c.removed, Phase: c.route.Workload.Phase}
+	return Facts{Kind: kind, Left: c.readErr != nil, Ready: ready, Removed: c.removed, Phase: c.route.Workload.Phase,
+		Sent: len(c.buf) > 0, Verdict: c.verdict.Kind, WakeRequested: wakeRequested(c.route.Workload, c.srv.cfg.Clock.Now())}
 }
 
 // serve decides what to do with a new connection and does it, up to the
@@ -113,11 +120,18 @@ func (c *conn) serve() (hold bool) {
 	if !ok {
 		return false
 	}
-	d := decide(c.facts(res.Kind, len(s.table.Endpoints(c.route.Key())) > 0))
+	ready := len(s.table.Endpoints(c.route.Key())) > 0
+	d := decide(c.facts(res.Kind, ready))
+	if d.Action == Judge {
+		c.verdict = c.judge()
+		d = decide(c.facts(res.Kind, ready))
+	}
 	switch d.Action {
 	case Hold:
 		c.wakes = d.Wake
 		return true
+	case Click:
+		c.answer(res, c.click(d))
 	case Answer:
 		c.answer(res, d)
 	}
@@ -175,13 +189,15 @@ func (c *conn) classify() (classify.Result, bool) {
 	opts := classify.Options{ExtraAgents: s.cfg.ExtraAgents, Page: c.terms.Page, Ask: c.terms.Ask}
 	silenceAt := time.Now().Add(s.cfg.Silence)
 	for {
-		res := classify.Classify(c.buf, c.readErr != nil, opts)
+		var res classify.Result
+		res, c.head = classify.ClassifyHead(c.buf, c.readErr != nil, opts)
 		if res.Kind != classify.NeedMore {
 			return res, true
 		}
 		err := c.readUntil(silenceAt, nil, nil)
 		if isTimeout(err) {
-			return classify.Classify(c.buf, true, opts), true
+			res, c.head = classify.ClassifyHead(c.buf, true, opts)
+			return res, true
 		}
 		if s.ctx.Err() != nil {
 			return res, false
@@ -203,6 +219,8 @@ func (c *conn) answer(res classify.Result, d Decision) {
 		out = page.NotFound(head)
 	case AsleepReply:
 		out = page.Asleep(res.WantsJSON, head)
+	case AsleepPage:
+		out = c.asleepPage()
 	case WakingPage:
 		wp := page.Waking{Host: res.Host, Path: res.Path, Head: head}
 		if w := c.route.Workload; w.Phase == string(napwakev1alpha1.PhaseResuming) && !w.ResumedAt.IsZero() {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"napwake.dev/doorman/internal/addr"
+	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/metrics"
 	"napwake.dev/shared/testnet"
 )
@@ -40,6 +41,38 @@ type recorder struct {
 	notServed  []string
 	wakeErr    error
 	attempts   int // Wake calls, failed or not
+	// lastClick stands in for the ManagedWorkload's napwake.dev/last-request,
+	// which every doorman pod sees: harnesses that share one are two pods.
+	lastClick *clickStore
+}
+
+// clickStore is one ManagedWorkload's last wake request, written under its
+// lock as the API server's resourceVersion guard would.
+type clickStore struct {
+	// always: every click wakes (a benchmark's, measuring the path).
+	always bool
+	mu     sync.Mutex
+	last   time.Time
+	clicks []string // "workload service from" of each click that woke
+}
+
+func (r *recorder) Click(_ context.Context, w Workload, service string, from netip.Addr) (bool, error) {
+	s := r.lastClick
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if !s.always && ask.RecentWake(s.last, now) {
+		return false, nil
+	}
+	s.last = now
+	s.clicks = append(s.clicks, w.Key()+" "+service+" "+from.String())
+	return true, nil
+}
+
+func (s *clickStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clicks)
 }
 
 func (r *recorder) Wake(_ context.Context, w Workload, service string, from netip.Addr) error {
@@ -190,8 +223,14 @@ func testWorkload() Workload {
 
 func newHarness(t testing.TB, cfg Config, w Workload) *harness {
 	t.Helper()
+	return newHarnessRec(t, cfg, w, &recorder{lastClick: &clickStore{}})
+}
+
+// newHarnessRec is newHarness recording into rec.
+func newHarnessRec(t testing.TB, cfg Config, w Workload, rec *recorder) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, table: NewTable(), rec: &recorder{}, m: metrics.New()}
+	h := &harness{t: t, table: NewTable(), rec: rec, m: metrics.New()}
 	h.srv = New(cfg, h.table, h.rec, h.m)
 	h.srv.Start(ctx)
 	h.port = testnet.FreePort(t)

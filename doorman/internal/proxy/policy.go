@@ -10,6 +10,7 @@ import (
 	"time"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
 )
@@ -32,9 +33,18 @@ const (
 	Answer
 	// Drop: close with nothing sent, waking nothing: the caller left.
 	Drop
+	// Judge: the workload asks before waking and this is HTTP: read the
+	// request's form, if any, and judge it (ask.Judge), then decide again
+	// with the verdict.
+	Judge
+	// Click: a fresh click on Wake it: stamp the wake under the
+	// ManagedWorkload's resourceVersion guard (Hooks.Click); if it took,
+	// answer Decision.Reply (the waking-up page), else decide again with
+	// the verdict TooSoon.
+	Click
 )
 
-var actionNames = [...]string{"Action(0)", "Classify", "Pass", "Hold", "Answer", "Drop"}
+var actionNames = [...]string{"Action(0)", "Classify", "Pass", "Hold", "Answer", "Drop", "Judge", "Click"}
 
 // String names the action.
 func (a Action) String() string {
@@ -61,6 +71,9 @@ const (
 	AsleepReply
 	// WakingPage: the waking-up page, to a person's browser.
 	WakingPage
+	// AsleepPage: the asleep page with a fresh Wake it button, with the
+	// notice the verdict gives (200, 403 or 429).
+	AsleepPage
 )
 
 // Decision is the policy's answer for a connection at one stage.
@@ -90,6 +103,15 @@ type Facts struct {
 	Removed bool
 	// Phase is the route's own workload's status.phase.
 	Phase string
+	// Sent: the caller sent at least one byte.
+	Sent bool
+	// Verdict is ask.Judge's judgement of a request classify said Asleep;
+	// ask.NeedMore before it is judged (Judge never gives it after).
+	Verdict ask.Kind
+	// WakeRequested: a click (or any wake request) was stamped in this
+	// pause, within pauseWokenFor: the workload is waking though its phase
+	// may not say so yet (wakeRequested).
+	WakeRequested bool
 }
 
 // decide is the wake policy ("What wakes a workload, and what doesn't"):
@@ -108,9 +130,20 @@ type Facts struct {
 //   - Otherwise the doorman answers: the kind says what, whether it wakes
 //     (a browser's waking-up page) and whether it counts as turned away.
 //
-// Ask mode's own outcomes (an asleep page with a Wake it button, the
-// button's signed post, 403 and 429) are to be added here as replies and
-// actions of their own, from the kinds classify gives them.
+// With wake.mode Ask (classify's Asleep and Refuse, "Asking before
+// waking"):
+//
+//   - A connection that closes without sending a byte, as a TCP health
+//     check or the operator's listening check does, is dropped and not
+//     counted; one that is not HTTP is closed with nothing sent, counted as
+//     turned away.
+//   - HTTP is judged (ask.Judge), then answered by the verdict: a fresh
+//     click is a Click that wakes (none on a removed route), the page's
+//     other verdicts get the asleep page, not counted, and the rest the
+//     503, counted as turned away. Once a wake was requested in this
+//     pause, a page load gets the waking-up page ("once the workload is
+//     waking, as with Request"), so the waking-up page's reload after a
+//     click does not show the asleep page again; a click still gets 429.
 func decide(f Facts) Decision {
 	live := !f.Removed
 	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
@@ -125,8 +158,31 @@ func decide(f Facts) Decision {
 			return Decision{Action: Drop}
 		}
 		return Decision{Action: Hold, Wake: live && !f.Kind.Answered()}
+	case f.Kind == classify.Refuse && f.Left && !f.Sent:
+		return Decision{Action: Drop}
+	case f.Kind == classify.Asleep:
+		return decideAsk(f.Verdict, live, f.WakeRequested)
 	default:
 		return Decision{Action: Answer, Reply: replyFor(f.Kind), Wake: live && f.Kind.Wakes(), TurnedAway: f.Kind.TurnedAway()}
+	}
+}
+
+// decideAsk is the answer to a request to a workload that asks, by its
+// verdict ("What browsers, robots and API clients see").
+func decideAsk(v ask.Kind, live, wakeRequested bool) Decision {
+	switch {
+	case v == ask.NeedMore:
+		return Decision{Action: Judge}
+	case v == ask.PageLoad && wakeRequested:
+		return Decision{Action: Answer, Reply: WakingPage}
+	case v == ask.Wake && live:
+		return Decision{Action: Click, Reply: WakingPage, Wake: true}
+	case v == ask.Wake:
+		return Decision{Action: Answer, Reply: WakingPage}
+	case v.ShowsPage():
+		return Decision{Action: Answer, Reply: AsleepPage}
+	default:
+		return Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}
 	}
 }
 
@@ -203,6 +259,14 @@ func sharersOf(r Route, live []Route) []Workload {
 		out = append(out, o.Workload)
 	}
 	return out
+}
+
+// wakeRequested reports whether w's last wake request (napwake.dev/
+// last-request, as every doorman pod sees it) came in its current pause and
+// within pauseWokenFor of now: it is waking, or about to be.
+func wakeRequested(w Workload, now time.Time) bool {
+	return !w.LastRequest.IsZero() && !w.PausedAt.IsZero() && !w.LastRequest.Before(w.PausedAt.Truncate(time.Second)) &&
+		now.Sub(w.LastRequest) < pauseWokenFor
 }
 
 // woken is when this doorman last woke a workload, and the pause it woke.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
 )
@@ -51,15 +52,71 @@ func TestDecide(t *testing.T) {
 			Facts{Kind: classify.Browser, Phase: paused}, Decision{Action: Answer, Reply: WakingPage, Wake: true}},
 		{"a browser on a removed route gets the page and wakes nothing",
 			Facts{Kind: classify.Browser, Removed: true, Phase: paused}, Decision{Action: Answer, Reply: WakingPage}},
-		{"in Ask mode HTTP gets the asleep answer, turned away",
-			Facts{Kind: classify.Asleep, Phase: paused}, Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}},
-		{"in Ask mode anything else is closed with nothing sent, turned away",
+		// "Asking before waking", row by row.
+		{"in Ask mode HTTP is judged first",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true}, Decision{Action: Judge}},
+		{"in Ask mode a person's browser opening a page gets the asleep page, waking nothing and not counted",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.PageLoad}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode once a wake was requested in this pause a page load gets the waking-up page, waking nothing more",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.PageLoad, WakeRequested: true}, Decision{Action: Answer, Reply: WakingPage}},
+		{"in Ask mode once a wake was requested a click within the minute still gets the asleep page's 429",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.TooSoon, WakeRequested: true}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode a fresh click from the page wakes it, and the waking-up page follows",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.Wake}, Decision{Action: Click, Reply: WakingPage, Wake: true}},
+		{"in Ask mode a fresh click while it pauses calls the pause off",
+			Facts{Kind: classify.Asleep, Phase: pausing, Sent: true, Verdict: ask.Wake}, Decision{Action: Click, Reply: WakingPage, Wake: true}},
+		{"in Ask mode a click on a removed route gets the waking-up page and wakes nothing",
+			Facts{Kind: classify.Asleep, Removed: true, Phase: paused, Sent: true, Verdict: ask.Wake}, Decision{Action: Answer, Reply: WakingPage}},
+		{"in Ask mode a click whose button ran out gets the asleep page again, not counted",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.Expired}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode a click from another site, subdomain or port gets the asleep page again, not counted",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.OtherAddress}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode a click within a minute of the last wake request gets the asleep page again, not counted",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.TooSoon}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode a click from a browser that doesn't say it came from the page gets the asleep page again",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.OldBrowser}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode another form's post gets the asleep page, not counted",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.OtherForm}, Decision{Action: Answer, Reply: AsleepPage}},
+		{"in Ask mode anything else gets the 503, counted as turned away",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.Unavailable}, Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}},
+		{"in Ask mode a request that half-closed is still judged and answered",
+			Facts{Kind: classify.Asleep, Left: true, Phase: paused, Sent: true, Verdict: ask.Unavailable}, Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}},
+		{"in Ask mode a request with a Ready pod is held and passed on, waking nothing",
+			Facts{Kind: classify.Asleep, Ready: true, Phase: pausing, Sent: true}, Decision{Action: Hold}},
+		{"in Ask mode a connection that isn't HTTP is closed with nothing sent, turned away",
+			Facts{Kind: classify.Refuse, Phase: paused, Sent: true}, Decision{Action: Answer, Reply: NoReply, TurnedAway: true}},
+		{"in Ask mode a connection silent for 3 seconds is closed with nothing sent, turned away",
 			Facts{Kind: classify.Refuse, Phase: paused}, Decision{Action: Answer, Reply: NoReply, TurnedAway: true}},
+		{"in Ask mode a TCP health check that connects and closes is dropped and not counted",
+			Facts{Kind: classify.Refuse, Left: true, Phase: paused}, Decision{Action: Drop}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := decide(tc.f); got != tc.want {
 				t.Fatalf("decide(%+v) = %+v (%v), want %+v (%v)", tc.f, got, got.Action, tc.want, tc.want.Action)
+			}
+		})
+	}
+}
+
+func TestAWakeRequestedInThisPauseMeansWaking(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	pausedAt := now.Add(-time.Hour)
+	cases := []struct {
+		name string
+		last time.Time
+		want bool
+	}{
+		{"no wake request: not waking", time.Time{}, false},
+		{"a wake request a second ago in this pause: waking", now.Add(-time.Second), true},
+		{"a wake request just before the pause began: not waking", pausedAt.Add(-time.Second), false},
+		{"a wake request five minutes ago that nothing acted on: not waking", now.Add(-pauseWokenFor), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Workload{Phase: "Paused", PausedAt: pausedAt, LastRequest: tc.last}
+			if got := wakeRequested(w, now); got != tc.want {
+				t.Fatalf("wakeRequested = %v, want %v", got, tc.want)
 			}
 		})
 	}

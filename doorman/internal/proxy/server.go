@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"napwake.dev/doorman/internal/addr"
+	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
 )
@@ -27,6 +28,23 @@ type Hooks interface {
 	TurnedAway(w Workload)
 	// NotServed reports a held connection given up on: the wait and why.
 	NotServed(w Workload, service string, waited time.Duration, why string)
+	// Click stamps a click on Wake it as the wake request of w: it reads
+	// the ManagedWorkload afresh and, unless its last wake request is
+	// within ask.ClickInterval of now (then woke is false), stamps
+	// last-request/last-request-from guarded by the resourceVersion read,
+	// reading again on a conflict, so two pods clicking at once make one
+	// wake; it emits WokenByRequest saying a person asked.
+	Click(ctx context.Context, w Workload, service string, from netip.Addr) (woke bool, err error)
+}
+
+// Keys gives the wake key ring a workload that asks signs and verifies its
+// Wake it buttons with; nil, or a nil ring, is no key yet.
+type Keys interface {
+	Ring() *ask.Ring
+	// Unknown says a click carried a well-formed token of a key the ring
+	// does not know: another pod may have filled the Secret just now, so
+	// read it again soon.
+	Unknown()
 }
 
 // Config is the proxy's configuration. Zero durations take the defaults
@@ -72,6 +90,9 @@ type Config struct {
 	Dial func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error)
 	// Clock drives the wake rate limits and reported times.
 	Clock clock.WithTickerAndDelayedExecution
+	// Keys holds the wake key ring (wake.mode Ask); nil signs nothing, so
+	// every click is Expired.
+	Keys Keys
 }
 
 func (c *Config) defaults() {

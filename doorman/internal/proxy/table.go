@@ -23,6 +23,9 @@ type Workload struct {
 	PausedAt time.Time
 	// ResumedAt is status.resumedAt; zero when unknown.
 	ResumedAt time.Time
+	// LastRequest is the napwake.dev/last-request annotation, the last wake
+	// request any doorman pod stamped; zero when unset or unreadable.
+	LastRequest time.Time
 }
 
 // Key names the workload, "namespace/name"; the per-workload caps use it.

@@ -102,3 +102,14 @@ func (k *waker) wouldWake(w Workload) bool {
 	}
 	return true
 }
+
+// clicked remembers a click's wake of w, stamped by Hooks.Click, so the
+// wakes that follow for its Service (its sharers) do not stamp w again.
+func (k *waker) clicked(w Workload) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.lastWake) > maxSources {
+		clear(k.lastWake)
+	}
+	k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt}
+}

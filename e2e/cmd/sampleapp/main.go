@@ -4,7 +4,8 @@
 // port like MySQL does, for the server-speaks-first scenario. It can also act
 // as a client (`sampleapp get URL`), since its image has no shell or curl,
 // and as a stand-in Prometheus (`--stand-in-prometheus`) whose every instant
-// query answers one value the suite sets, for the activity-query scenario.
+// query answers one value the suite sets, for the activity-query scenario,
+// and as a TLS-terminating front (`--tls-front`) for the asking scenarios.
 package main
 
 import (
@@ -39,7 +40,13 @@ func serve() error {
 	startup := flag.Duration("startup-delay", time.Second, "time before /ready passes, as a real app's start-up")
 	message := flag.String("message", "hello from the sample app", "what / answers")
 	promStandIn := flag.Bool("stand-in-prometheus", false, "also answer Prometheus instant queries (/api/v1/query) with the value /set-activity?value=N sets (0 at start)")
+	front := flag.String("tls-front", "", "instead of the app: end TLS on --listen and pass every request on to this http:// upstream, Host unchanged")
+	cert := flag.String("tls-cert", "", "--tls-front's certificate, PEM")
+	key := flag.String("tls-key", "", "--tls-front's key, PEM")
 	flag.Parse()
+	if *front != "" {
+		return tlsFront(*addr, *front, *cert, *key)
+	}
 
 	var ready atomic.Bool
 	started := time.Now()

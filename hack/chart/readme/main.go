@@ -188,9 +188,14 @@ helm install napwake charts/napwake --namespace napwake-system
   so each upgrades on its own: ` + "`helm upgrade napwake charts/napwake -n napwake-system --reuse-values --set doorman.image.tag=...`" + `
   replaces only the doorman's pods. A digest wins over a tag.
 - **The CRD** is in ` + "`crds/`" + `: Helm installs it but neither upgrades nor deletes it.
-  ` + "`helm uninstall`" + ` removes everything else.
-- **Not built yet**: ` + "`wake.mode: Ask`" + ` turns callers away with a ` + "`503`" + ` but has no asleep page,
-  so the chart makes no wake key Secret; ` + "`doorman.negForwarder.enabled: true`" + ` is refused at install.
+  ` + "`helm uninstall`" + ` removes everything else, the wake key included.
+- **The wake key** Secret (` + "`<release>-doorman-wake-key`" + `) signs the **Wake it** buttons of workloads
+  with ` + "`wake.mode: Ask`" + `. It is created empty and filled by the first doorman pod, with a write
+  guarded by its resourceVersion so every pod agrees on one key. Upgrades never touch its data
+  (the chart renders none, so the key never sits in Helm's release records). The doorman may
+  only get and update this one Secret. To change the key, empty it: each doorman pod signs with
+  the new one within a minute, and accepts the old one for 11 minutes after switching.
+- **Not built yet**: ` + "`doorman.negForwarder.enabled: true`" + ` is refused at install.
 - **Admission policies** (` + "`doorman.admissionPolicy.enabled`" + `, on): only the doorman's
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with

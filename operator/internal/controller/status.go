@@ -28,7 +28,8 @@ import (
 //     resumedAt, observedGeneration, and the TargetAvailable and
 //     ActivitySignals conditions;
 //   - the Router: status.doorman and the WakeOnRequest condition;
-//   - the doorman: status.turnedAway.
+//   - the doorman: the napwake.dev/turned-away annotation, which this
+//     reconciler copies into status.turnedAway (turnedaway.go).
 //
 // Every write is a merge patch guarded by the resourceVersion it was made
 // from, so a write made from an older object fails with a conflict (then
@@ -42,8 +43,8 @@ import (
 // whole, so a patch that changes a condition carries the others as they are
 // at that resourceVersion, which changes none of them.
 
-// patchStatus persists st, TargetAvailable=True, ActivitySignals and
-// observedGeneration, when any differs, as a merge patch of only those
+// patchStatus persists st, TargetAvailable=True, ActivitySignals,
+// turnedAway and observedGeneration, when any differs, as a merge patch of only those
 // fields guarded by resourceVersion.
 func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signals) error {
 	mw := s.mw
@@ -56,6 +57,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	if s.saved != nil {
 		mw.Status.Savings = addSavings(mw.Status.Savings, s.saved)
 	}
+	copyTurnedAway(mw)
 	mw.Status.ObservedGeneration = mw.Generation
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
 		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
@@ -126,6 +128,7 @@ func (s *run) setGitOps(now metav1.Time) string {
 
 func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
 	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
+		turnedAwayEqual(a.Status.TurnedAway, b.Status.TurnedAway) &&
 		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && equality.Semantic.DeepEqual(a.Status.Usage, b.Status.Usage) &&
 		equality.Semantic.DeepEqual(a.Status.Savings, b.Status.Savings)
 }

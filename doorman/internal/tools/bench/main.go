@@ -80,6 +80,11 @@ func (nopHooks) TurnedAway(proxy.Workload) {}
 // NotServed does nothing.
 func (nopHooks) NotServed(proxy.Workload, string, time.Duration, string) {}
 
+// Click wakes at once.
+func (nopHooks) Click(context.Context, proxy.Workload, string, netip.Addr) (bool, error) {
+	return true, nil
+}
+
 // benchDescriptors is the most descriptors one process of the benchmark
 // holds: 2048 held connections each way in the memory part, with room.
 const benchDescriptors = 8192

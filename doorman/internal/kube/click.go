@@ -1,0 +1,71 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/doorman/internal/ask"
+	"napwake.dev/doorman/internal/proxy"
+)
+
+// clickAttempts bounds the reads and writes of one click: each conflict
+// means another writer changed the ManagedWorkload meanwhile, and after a
+// few the click is answered as too soon rather than held up.
+const clickAttempts = 3
+
+// Click stamps a click on Wake it as w's wake request, at most once a
+// minute whichever doorman pod the click reaches (design.md section 13):
+// it reads the ManagedWorkload from the API server, not the informer cache,
+// answers false when its napwake.dev/last-request is within
+// ask.ClickInterval, and otherwise patches last-request and
+// last-request-from guarded by the resourceVersion it read. On a conflict
+// (another pod's click, or any other write) it reads again, so of two pods
+// clicking at once one wakes and the other sees its stamp.
+func (h *Hooks) Click(ctx context.Context, w proxy.Workload, service string, from netip.Addr) (bool, error) {
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	for range clickAttempts {
+		var mw napwakev1alpha1.ManagedWorkload
+		if err := h.client.Get(ctx, key, &mw); err != nil {
+			return false, fmt.Errorf("getting ManagedWorkload %s: %w", key, err)
+		}
+		now := h.clock.Now()
+		if ask.RecentWake(lastRequest(&mw), now) {
+			return false, nil
+		}
+		orig := mw.DeepCopy()
+		if mw.Annotations == nil {
+			mw.Annotations = map[string]string{}
+		}
+		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339)
+		mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom] = from.String()
+		err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsConflict(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("stamping a click on ManagedWorkload %s: %w", key, err)
+		}
+		h.recorder.Eventf(&mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest,
+			"Woken by a person who pressed Wake it, through Service %s", service)
+		return true, nil
+	}
+	return false, nil
+}
+
+// lastRequest is mw's napwake.dev/last-request; zero when unset or not
+// RFC 3339.
+func lastRequest(mw *napwakev1alpha1.ManagedWorkload) time.Time {
+	t, err := time.Parse(time.RFC3339, mw.Annotations[napwakev1alpha1.AnnotationLastRequest])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}

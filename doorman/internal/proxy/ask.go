@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"context"
+
+	"napwake.dev/doorman/internal/ask"
+	"napwake.dev/doorman/internal/page"
+)
+
+// A connection to a workload that asks before waking (wake.mode Ask),
+// once classify says it is HTTP and neither a probe nor a hidden file:
+// judge reads its form and judges it (package ask), click stamps a fresh
+// click's wake, and the asleep page carries a fresh button. Nothing a
+// click sent is passed on: the doorman answers it and closes.
+
+// ring is the wake key ring now; nil before any key was read.
+func (s *Server) ring() *ask.Ring {
+	if s.cfg.Keys == nil {
+		return nil
+	}
+	return s.cfg.Keys.Ring()
+}
+
+// judge reads the request's form, to at most ask.MaxBodyBytes past its
+// head, until ask.Judge decides, the caller stops or Silence passes (then
+// what was read decides), and returns the verdict.
+func (c *conn) judge() ask.Verdict {
+	s := c.srv
+	w := c.route.Workload
+	in := ask.Input{Req: &c.head, Workload: w.Key(), PausedAt: w.PausedAt, Ring: s.ring(), LastWakeRequest: w.LastRequest}
+	until := s.cfg.Clock.Now().Add(s.cfg.Silence)
+	for {
+		in.Now = s.cfg.Clock.Now()
+		in.Body = nil
+		if n := c.head.HeadLen; n > 0 && n <= len(c.buf) {
+			in.Body = c.buf[n:]
+		}
+		in.Final = in.Final || c.readErr != nil || len(in.Body) >= ask.MaxBodyBytes
+		v := ask.Judge(&in)
+		if v.Token == ask.TokenUnknownKey && s.cfg.Keys != nil {
+			s.cfg.Keys.Unknown()
+		}
+		if v.Kind != ask.NeedMore {
+			return v
+		}
+		err := c.readUntil(until, nil, nil)
+		if isTimeout(err) || s.ctx.Err() != nil {
+			in.Final = true
+		}
+	}
+}
+
+// click stamps a fresh click's wake on the ManagedWorkload, guarded so a
+// click wakes a workload at most once a minute whichever doorman pod it
+// reaches, and returns the answer: d (the waking-up page) when it took,
+// the asleep page's 429 when another wake request came within the minute.
+// The paused workloads sharing its Service are woken as for any request.
+func (c *conn) click(d Decision) Decision {
+	s := c.srv
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
+	woke, err := s.hooks.Click(ctx, c.route.Workload, c.route.Service, c.src)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.Error(err, "Stamping a click on Wake it", "workload", c.route.Workload.Key())
+		return Decision{Action: Answer, Reply: AsleepReply}
+	case !woke:
+		c.verdict.Kind = ask.TooSoon
+		return decideAsk(ask.TooSoon, true, true)
+	}
+	s.waker.clicked(c.route.Workload)
+	go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(s.cfg.WakeRetry))
+	d.Wake = false // woken here, not by answer
+	return d
+}
+
+// asleepPage renders the asleep page for the request, with a fresh button
+// and the verdict's notice.
+func (c *conn) asleepPage() []byte {
+	s := c.srv
+	w := c.route.Workload
+	now := s.cfg.Clock.Now()
+	p := page.AsleepPage{Host: c.head.Host, Path: c.head.Path, Notice: c.verdict.Kind.Notice()}
+	if r := s.ring(); r != nil {
+		if k, ok := r.Signer(now); ok {
+			p.Token = ask.Issue(k, w.Key(), w.PausedAt, now)
+		}
+	}
+	return p.Render()
+}
