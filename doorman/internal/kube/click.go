@@ -44,7 +44,7 @@ func (h *Hooks) Click(ctx context.Context, w proxy.Workload, service string, fro
 		if mw.Annotations == nil {
 			mw.Annotations = map[string]string{}
 		}
-		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339)
+		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339Nano)
 		mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom] = from.String()
 		err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		switch {

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -47,25 +46,60 @@ func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveC
 		lastWarn: map[string]time.Time{}, turnedAway: map[turnedKey]int64{}}
 }
 
-// Wake merge-patches last-request and last-request-from on the workload and
-// emits WokenByRequest naming the Service.
+// Wake stamps last-request and last-request-from on the workload and emits
+// WokenByRequest naming the Service, once per pause whichever doorman pod
+// and however many callers: it reads the ManagedWorkload from the API
+// server, not the cache, and stamps nothing when the workload is no longer
+// Paused or Pausing, or when its last-request is in this pause and within
+// proxy.WakeStands (another pod stamped it); otherwise it patches guarded
+// by the resourceVersion it read, reading again on a conflict, so of two
+// pods waking at once one stamps and the other sees its stamp.
 func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	for range clickAttempts {
+		var mw napwakev1alpha1.ManagedWorkload
+		if err := h.client.Get(ctx, key, &mw); err != nil {
+			return fmt.Errorf("getting ManagedWorkload %s: %w", key, err)
+		}
+		now := h.clock.Now()
+		if stamped(&mw, now) {
+			return nil
+		}
+		orig := mw.DeepCopy()
+		if mw.Annotations == nil {
+			mw.Annotations = map[string]string{}
+		}
 		// Sub-second precision (design.md section 6): the operator compares
 		// it with the pause's start at the precision both carry.
-		napwakev1alpha1.AnnotationLastRequest:     h.clock.Now().UTC().Format(time.RFC3339Nano),
-		napwakev1alpha1.AnnotationLastRequestFrom: from.String(),
-	}}})
-	if err != nil {
-		return fmt.Errorf("encoding the wake patch: %w", err)
+		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339Nano)
+		mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom] = from.String()
+		err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case apierrors.IsConflict(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("patching ManagedWorkload %s: %w", key, err)
+		}
+		h.recorder.Eventf(&mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest, "Woken by a request to Service %s", service)
+		return nil
 	}
-	mw := &napwakev1alpha1.ManagedWorkload{}
-	mw.Namespace, mw.Name = w.Namespace, w.Name
-	if err := h.client.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("patching ManagedWorkload %s: %w", w.Key(), err)
+	return fmt.Errorf("stamping a wake on ManagedWorkload %s: it kept changing under %d attempts", key, clickAttempts)
+}
+
+// stamped says whether mw needs no wake stamp at now: it is not Paused or
+// Pausing (already waking, or running), or its last-request is in its
+// current pause (to the second, as the operator compares) and within
+// proxy.WakeStands.
+func stamped(mw *napwakev1alpha1.ManagedWorkload, now time.Time) bool {
+	st := mw.Status
+	if st.Phase != napwakev1alpha1.PhasePaused && st.Phase != napwakev1alpha1.PhasePausing {
+		return true
 	}
-	h.recorder.Eventf(mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest, "Woken by a request to Service %s", service)
-	return nil
+	last := lastRequest(mw)
+	if last.IsZero() || st.Pause == nil {
+		return false
+	}
+	return !last.Truncate(time.Second).Before(st.Pause.StartedAt.Time) && now.Sub(last) < proxy.WakeStands
 }
 
 // RouteConflict warns, on every ManagedWorkload claiming c's port, that the

@@ -187,7 +187,7 @@ func TestAClickWakesOnceAMinuteWhicheverPodItReaches(t *testing.T) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "api"}, &mw); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mw.Annotations[napwakev1alpha1.AnnotationLastRequest], clk.Now().UTC().Format(time.RFC3339); got != want {
+	if got, want := mw.Annotations[napwakev1alpha1.AnnotationLastRequest], clk.Now().UTC().Format(time.RFC3339Nano); got != want {
 		t.Fatalf("last-request %q, want %q", got, want)
 	}
 	if got := mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom]; got != "10.0.0.7" {

@@ -159,41 +159,49 @@ func TestPassingPerSourceLeavesOtherSourcesAlone(t *testing.T) {
 func TestWakeRateLimits(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
 	l := newWakeLimiter(DefaultLimits(), fc)
+	// take is one wake that goes: allowed, then its allowance spent.
+	take := func(src netip.Addr) (func(), string) {
+		spend, cap := l.allow(src)
+		if spend != nil {
+			spend()
+		}
+		return spend, cap
+	}
 	a := netip.MustParseAddr("10.0.0.1")
 	for i := 1; i <= 30; i++ { // burst of 30: 29 (cap-1) and 30 (cap) allowed
-		if ok, cap := l.allow(a); !ok {
+		if give, cap := take(a); give == nil {
 			t.Fatalf("wake %d from one source refused by %s, want the burst of 30 allowed", i, cap)
 		}
 	}
-	if ok, cap := l.allow(a); ok || cap != CapWakePerSource { // cap+1
-		t.Fatalf("wake 31 from one source: %v %q, want refused per source", ok, cap)
+	if give, cap := take(a); give != nil || cap != CapWakePerSource { // cap+1
+		t.Fatalf("wake 31 from one source: %v %q, want refused per source", give != nil, cap)
 	}
 	fc.Step(1900 * time.Millisecond)
-	if ok, _ := l.allow(a); ok {
+	if give, _ := take(a); give != nil {
 		t.Fatal("a wake within 2 s of the burst was allowed")
 	}
 	fc.Step(100 * time.Millisecond)
-	if ok, _ := l.allow(a); !ok {
+	if give, _ := take(a); give == nil {
 		t.Fatal("a wake 2 s after the burst was refused")
 	}
 
-	fc.Step(time.Minute) // refill everything
-	l = newWakeLimiter(DefaultLimits(), fc)
+	fc.Step(time.Minute)                    // refill everything
+	l = newWakeLimiter(DefaultLimits(), fc) // take uses the new one
 	for i := 0; i < 200; i++ {
 		src := netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
-		if ok, cap := l.allow(src); !ok {
+		if give, cap := take(src); give == nil {
 			t.Fatalf("overall wake %d refused by %s, want a burst of 200", i+1, cap)
 		}
 	}
 	b := netip.MustParseAddr("10.2.0.1")
-	if ok, cap := l.allow(b); ok || cap != CapWakeOverall {
-		t.Fatalf("wake 201 overall: %v %q, want refused overall", ok, cap)
+	if give, cap := take(b); give != nil || cap != CapWakeOverall {
+		t.Fatalf("wake 201 overall: %v %q, want refused overall", give != nil, cap)
 	}
 	if got := l.sources[b].TokensAt(fc.Now()); got != 30 {
 		t.Fatalf("a wake refused overall used its source's allowance: %v tokens left, want 30", got)
 	}
 	fc.Step(100 * time.Millisecond) // 10 a second
-	if ok, _ := l.allow(b); !ok {
+	if give, _ := take(b); give == nil {
 		t.Fatal("a wake 100 ms later was refused overall")
 	}
 }
@@ -208,9 +216,11 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	w := testWorkload()
 	w.MaxWait = time.Minute
 	h := newHarness(t, cfg, w)
-	if ok, _ := h.srv.waker.allow(netip.MustParseAddr("127.0.0.1")); !ok {
+	spend, _ := h.srv.waker.allow(netip.MustParseAddr("127.0.0.1"))
+	if spend == nil {
 		t.Fatal("setup: the only wake of the hour was refused")
 	}
+	h.srv.waker.spend(spend)
 	c := h.dial()
 	_, _ = c.Write([]byte("x"))
 	wait(t, "the refused wake", func() bool { return h.rejections(CapWakePerSource) == 1 })
@@ -233,8 +243,9 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 var _ clock.WithTickerAndDelayedExecution = (*clocktesting.FakeClock)(nil)
 
 // Once this doorman has woken a pause, later callers in it do not patch
-// again while the phase it sees still says Paused: one WokenByRequest per
-// pause. A new pause wakes again.
+// again while the phase it sees still says Paused, for WakeStands: one
+// WokenByRequest per pause. A pause still Paused after that contradicts the
+// memo and is stamped again; a new pause wakes again.
 func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
 	cfg := testConfig()
 	cfg.WakeRetry = 2 * time.Second
@@ -252,20 +263,21 @@ func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
 	wake(w)
 	fc.Step(3 * time.Second) // past the 2 s retry: another caller, the phase not yet Resuming here
 	wake(w)
-	fc.Step(time.Minute)
+	fc.Step(WakeStands - 4*time.Second)
 	wake(w)
 	if n, _, _ := h.rec.counts(); n != 1 {
-		t.Fatalf("%d wakes for one pause, want 1", n)
+		t.Fatalf("%d wakes for one pause within %v, want 1", n, WakeStands)
 	}
+	fc.Step(time.Second) // still Paused WakeStands after the stamp: stamped again
+	wake(w)
+	if n, _, _ := h.rec.counts(); n != 2 {
+		t.Fatalf("%d wakes once the phase contradicted the stamp for %v, want 2", n, WakeStands)
+	}
+	fc.Step(3 * time.Second)
 	next := w
 	next.PausedAt = fc.Now() // woke, ran, paused again
 	wake(next)
-	if n, _, _ := h.rec.counts(); n != 2 {
-		t.Fatalf("%d wakes after a new pause, want 2", n)
-	}
-	fc.Step(pauseWokenFor)
-	wake(next)
 	if n, _, _ := h.rec.counts(); n != 3 {
-		t.Fatalf("%d wakes once the pause's wake is %v old, want 3", n, pauseWokenFor)
+		t.Fatalf("%d wakes after a new pause, want 3", n)
 	}
 }

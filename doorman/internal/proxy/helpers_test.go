@@ -41,6 +41,9 @@ type recorder struct {
 	notServed  []string
 	wakeErr    error
 	attempts   int // Wake calls, failed or not
+	// wakeGate, when set, holds every Wake until it is closed (or the
+	// patch's context ends): an API server slow to answer.
+	wakeGate chan struct{}
 	// lastClick stands in for the ManagedWorkload's napwake.dev/last-request,
 	// which every doorman pod sees: harnesses that share one are two pods.
 	lastClick *clickStore
@@ -75,7 +78,17 @@ func (s *clickStore) count() int {
 	return len(s.clicks)
 }
 
-func (r *recorder) Wake(_ context.Context, w Workload, service string, from netip.Addr) error {
+func (r *recorder) Wake(ctx context.Context, w Workload, service string, from netip.Addr) error {
+	r.mu.Lock()
+	gate := r.wakeGate
+	r.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.attempts++

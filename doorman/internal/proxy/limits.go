@@ -204,8 +204,11 @@ func newWakeLimiter(l Limits, c clock.PassiveClock) *wakeLimiter {
 	return &wakeLimiter{clock: c, l: l, overall: rate.NewLimiter(rate.Limit(l.OverallPerSecond), l.OverallBurst), sources: map[netip.Addr]*rate.Limiter{}}
 }
 
-// allow reports whether a wake from src may go now, or names the cap refusing it.
-func (w *wakeLimiter) allow(src netip.Addr) (bool, string) {
+// allow reports whether a wake from src may go now: spend, when not nil,
+// takes the allowance, to be called once the wake went (a wake the API
+// server refused spends nothing); cap names the limit refusing it
+// otherwise.
+func (w *wakeLimiter) allow(src netip.Addr) (spend func(), cap string) {
 	now := w.clock.Now()
 	lim, ok := w.sources[src]
 	if !ok {
@@ -220,11 +223,14 @@ func (w *wakeLimiter) allow(src netip.Addr) (bool, string) {
 		w.sources[src] = lim
 	}
 	if lim.TokensAt(now) < 1 {
-		return false, CapWakePerSource
+		return nil, CapWakePerSource
 	}
-	if !w.overall.AllowN(now, 1) {
-		return false, CapWakeOverall
+	if w.overall.TokensAt(now) < 1 {
+		return nil, CapWakeOverall
 	}
-	lim.AllowN(now, 1)
-	return true, ""
+	return func() {
+		at := w.clock.Now()
+		w.overall.AllowN(at, 1)
+		lim.AllowN(at, 1)
+	}, ""
 }

@@ -269,8 +269,12 @@ func wakeRequested(w Workload, now time.Time) bool {
 		now.Sub(w.LastRequest) < pauseWokenFor
 }
 
-// woken is when this doorman last woke a workload, and the pause it woke.
-type woken struct{ at, pausedAt time.Time }
+// woken is when this doorman last woke a workload, and the pause it woke;
+// inFlight while a caller's patch of it is under way.
+type woken struct {
+	at, pausedAt time.Time
+	inFlight     bool
+}
 
 // pauseWokenFor is how long a pause this doorman has woken stays woken in
 // its eyes. Once the patch is accepted the operator has the request; the
@@ -280,7 +284,7 @@ const pauseWokenFor = 5 * time.Minute
 
 // wouldWake reports whether a wake at now would wake w (or call its pause
 // off): it is Paused or Pausing, and this doorman has neither woken it
-// within retry nor already woken this pause of it. last is this doorman's
+// within retry nor woken this pause of it within WakeStands. last is this doorman's
 // last wake of w, if known.
 func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Duration) bool {
 	if w.Phase != string(napwakev1alpha1.PhasePaused) && w.Phase != string(napwakev1alpha1.PhasePausing) {
@@ -293,8 +297,16 @@ func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Dur
 	if since < retry {
 		return false
 	}
-	return w.PausedAt.IsZero() || !w.PausedAt.Equal(last.pausedAt) || since >= pauseWokenFor
+	return w.PausedAt.IsZero() || !w.PausedAt.Equal(last.pausedAt) || since >= WakeStands
 }
+
+// WakeStands is how long a stamped wake of a pause stands while the phase
+// still says Paused: the operator acts on it within a second or two, and the
+// phase a doorman sees lags by less, so a pause still Paused this long
+// after its stamp contradicts it (the operator missed it, or was away) and
+// is stamped again. Within it, no caller, in any doorman pod, stamps the
+// pause again, so one request makes one WokenByRequest.
+const WakeStands = 30 * time.Second
 
 // notServed is the wakes result and the reason a held connection given
 // up on at maxWait counts as: dialErr is the last dial's failure, if the

@@ -193,8 +193,8 @@ func TestWouldWake(t *testing.T) {
 		{"a resuming workload is not woken again", w("Resuming", pausedAt), nil, false},
 		{"not again within the retry", w("Paused", time.Time{}), &woken{at: now.Add(-retry + time.Millisecond)}, false},
 		{"a pause without a start time is woken again after the retry", w("Paused", time.Time{}), &woken{at: now.Add(-retry)}, true},
-		{"the same pause is not woken again within five minutes", w("Paused", pausedAt), &woken{at: now.Add(-pauseWokenFor + time.Second), pausedAt: pausedAt}, false},
-		{"the same pause is woken again after five minutes", w("Paused", pausedAt), &woken{at: now.Add(-pauseWokenFor), pausedAt: pausedAt}, true},
+		{"the same pause is not woken again while its stamp stands", w("Paused", pausedAt), &woken{at: now.Add(-WakeStands + time.Second), pausedAt: pausedAt}, false},
+		{"the same pause still Paused once its stamp stood its time contradicts it: woken again", w("Paused", pausedAt), &woken{at: now.Add(-WakeStands), pausedAt: pausedAt}, true},
 		{"a new pause is woken after the retry", w("Paused", now.Add(-time.Minute)), &woken{at: now.Add(-time.Minute), pausedAt: pausedAt}, true},
 	}
 	for _, tc := range cases {

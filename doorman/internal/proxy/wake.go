@@ -30,27 +30,49 @@ type waker struct {
 	lastWake map[string]woken
 }
 
+// patchTimeout bounds one wake patch: an API server that accepts the
+// connection and never answers must not stall the retries.
+const patchTimeout = 5 * time.Second
+
 // wake wakes r's workload, and every other paused workload routed for the
 // same Service port ("Services shared with other workloads": every
 // workload behind it paused, a request wakes them all), retrying every
 // WakeRetry while a rate limit refuses or a patch fails, until each is
-// woken, until passes or ctx ends. One request counts once against the
-// rate limits, however many workloads it wakes.
+// woken, until passes or ctx ends (no caller wants it any more). One
+// request counts once against the rate limits, however many workloads it
+// wakes, and only once it went: a wake the API server refused spends no
+// allowance.
+//
+// Callers held at once share one wake: the first to find a workload
+// unstamped claims it, the others wait while the claim is in flight and
+// take over if it fails, so a wake that failed is not dropped when the
+// caller that tried it leaves while others wait.
 func (k *waker) wake(ctx context.Context, r Route, src netip.Addr, until time.Time) {
 	for {
-		var pending []Workload
+		var claimed []Workload
+		waiting := false
 		for _, w := range append([]Workload{r.Workload}, k.routes.sharers(r)...) {
-			if k.wouldWake(w) {
-				pending = append(pending, w)
+			switch k.claim(w) {
+			case wakeClaimed:
+				claimed = append(claimed, w)
+			case wakeInFlight:
+				waiting = true
+			case wakeDone:
 			}
 		}
-		if len(pending) == 0 {
+		if len(claimed) == 0 && !waiting {
 			return
 		}
-		if ok, cap := k.allow(src); !ok {
-			k.metrics.Rejections.WithLabelValues(cap).Inc()
-		} else if k.patch(ctx, r.Service, src, pending) {
-			return
+		if len(claimed) > 0 {
+			if spend, cap := k.allow(src); spend == nil {
+				k.metrics.Rejections.WithLabelValues(cap).Inc()
+				k.unclaim(claimed)
+			} else if ok := k.patch(ctx, r.Service, src, claimed); ok || k.someWoke(claimed) {
+				k.spend(spend)
+				if ok && !waiting {
+					return
+				}
+			}
 		}
 		if !k.clock.Now().Add(k.retry).Before(until) {
 			return
@@ -65,42 +87,95 @@ func (k *waker) wake(ctx context.Context, r Route, src netip.Addr, until time.Ti
 	}
 }
 
-// patch wakes each of ws through the hooks, remembering each woken; it
+// patch wakes each of ws through the hooks, each within patchTimeout,
+// remembering each woken and giving up the claim on each that failed; it
 // reports whether all were.
 func (k *waker) patch(ctx context.Context, service string, src netip.Addr, ws []Workload) bool {
 	all := true
 	for _, w := range ws {
-		if err := k.hooks.Wake(ctx, w, service, src); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, patchTimeout)
+		err := k.hooks.Wake(pctx, w, service, src)
+		cancel()
+		k.mu.Lock()
+		if err != nil {
+			delete(k.lastWake, w.Key())
+		} else {
+			k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt}
+		}
+		k.mu.Unlock()
+		if err != nil {
 			k.log.Error(err, "Waking", "workload", w.Key())
 			all = false
-			continue
 		}
-		k.mu.Lock()
-		k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt}
-		k.mu.Unlock()
 	}
 	return all
 }
 
-// allow applies the wake rate limits to a wake from src.
-func (k *waker) allow(src netip.Addr) (bool, string) {
+// unclaim gives up the claims on ws, whose wake did not go.
+func (k *waker) unclaim(ws []Workload) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range ws {
+		if last, ok := k.lastWake[w.Key()]; ok && last.inFlight {
+			delete(k.lastWake, w.Key())
+		}
+	}
+}
+
+// allow applies the wake rate limits to a wake from src: spend is nil
+// when a limit refuses (cap names it), else it takes the allowance once the
+// wake went.
+func (k *waker) allow(src netip.Addr) (spend func(), cap string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.limiter.allow(src)
 }
 
-// wouldWake is the policy's wouldWake over what this doorman has woken.
-func (k *waker) wouldWake(w Workload) bool {
+// spend takes a wake's allowance (under the limiter's lock, the waker's).
+func (k *waker) spend(f func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f()
+}
+
+// someWoke says whether any of ws is remembered woken, not in flight:
+// a patch that woke some of a Service's workloads spends its allowance.
+func (k *waker) someWoke(ws []Workload) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range ws {
+		if last, ok := k.lastWake[w.Key()]; ok && !last.inFlight {
+			return true
+		}
+	}
+	return false
+}
+
+// Whether a caller should stamp a wake of a workload now (claim).
+const (
+	wakeDone     = iota // not paused, or woken in this pause: nothing to do
+	wakeInFlight        // another caller's wake of it is in flight: wait
+	wakeClaimed         // this caller stamps it, and holds the claim
+)
+
+// claim is the policy's wouldWake over what this doorman has woken and is
+// waking; a workload it would wake is claimed for the caller, so callers
+// held at once stamp it once.
+func (k *waker) claim(w Workload) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	last, known := k.lastWake[w.Key()]
+	if known && last.inFlight {
+		return wakeInFlight
+	}
 	if !wouldWake(w, last, known, k.clock.Now(), k.retry) {
-		return false
+		return wakeDone
 	}
 	if len(k.lastWake) > maxSources {
 		clear(k.lastWake)
 	}
-	return true
+	k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt, inFlight: true}
+	return wakeClaimed
 }
 
 // clicked remembers a click's wake of w, stamped by Hooks.Click, so the

@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// Callers held at the same moment share one wake: however many arrive
+// while the first one's patch is under way, the workload is stamped once.
+func TestCallersHeldAtOnceStampOneWake(t *testing.T) {
+	const callers = 20
+	cfg := testConfig()
+	h := newHarness(t, cfg, testWorkload())
+	gate := make(chan struct{})
+	h.rec.mu.Lock()
+	h.rec.wakeGate = gate
+	h.rec.mu.Unlock()
+	for range callers {
+		_, _ = h.dial().Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
+	}
+	wait(t, "every caller held", func() bool { return h.held() == callers })
+	close(gate)
+	wait(t, "the wake stamped", func() bool { n, _, _ := h.rec.counts(); return n >= 1 })
+	wakeLoopsSettled(t, h)
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	if h.rec.attempts != 1 || len(h.rec.wakes) != 1 {
+		t.Fatalf("%d patches (%d stamped) for %d callers held at once, want 1", h.rec.attempts, len(h.rec.wakes), callers)
+	}
+}
+
+// wakeLoopsSettled waits until no caller's wake claim is in flight.
+func wakeLoopsSettled(t *testing.T, h *harness) {
+	t.Helper()
+	wait(t, "no wake in flight", func() bool {
+		k := h.srv.waker
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		for _, w := range k.lastWake {
+			if w.inFlight {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// While the API server refuses the wake, it is retried for as long as a
+// caller waits, even after the caller whose attempt failed has left, and
+// a failed attempt gives its source's allowance back: after the outage
+// the wake goes at once, though the source's burst is one.
+func TestAWakeTheAPIServerRefusedIsRetriedForTheCallersStillWaiting(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limits.SourceBurst = 1
+	cfg.Limits.SourceEvery = time.Hour
+	w := testWorkload()
+	w.MaxWait = time.Minute
+	h := newHarness(t, cfg, w)
+	h.rec.mu.Lock()
+	h.rec.wakeErr = errors.New("the API server is away")
+	h.rec.mu.Unlock()
+	first := h.dial()
+	_, _ = first.Write([]byte("GET /first HTTP/1.1\r\nHost: api\r\n\r\n"))
+	wait(t, "a failed attempt", func() bool { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return h.rec.attempts >= 1 })
+	second := h.dial()
+	_, _ = second.Write([]byte("GET /second HTTP/1.1\r\nHost: api\r\n\r\n"))
+	wait(t, "both held", func() bool { return h.held() == 2 })
+	_ = first.Close() // the caller whose attempt failed gives up
+	wait(t, "the first caller gone", func() bool { return h.held() == 1 })
+	h.rec.mu.Lock()
+	failedSoFar := h.rec.attempts
+	h.rec.wakeErr = nil // the API server is back
+	h.rec.mu.Unlock()
+	wait(t, "the wake stamped once the API server is back", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+	if r := h.rejections(CapWakePerSource); r != 0 {
+		t.Fatalf("%v wakes refused per source after %d failed attempts; want none (failed attempts give the allowance back)", r, failedSoFar)
+	}
+	if n, _, _ := h.rec.counts(); n != 1 {
+		t.Fatalf("%d wakes stamped, want 1", n)
+	}
+}
