@@ -153,7 +153,7 @@ func Deployment(s Spec) *appsv1.Deployment {
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
-			PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 3,
+			PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 3, SuccessThreshold: 1,
 		}
 	}
 	labels := Labels(s.OperatorNamespace, s.Workload)
