@@ -52,6 +52,9 @@ type Config struct {
 	ForwarderImage string
 	// ForwarderReplicas is how many forwarder pods run per workload. Default 2.
 	ForwarderReplicas int
+	// ForwarderDoormanHost is where forwarders find the doorman; "" means
+	// the doorman Service's DNS name, <name>.<namespace>.svc.
+	ForwarderDoormanHost string
 }
 
 // Default returns the configuration with every default filled in; getenv
@@ -92,6 +95,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.NEGForwarder, "neg-forwarder", c.NEGForwarder, "run the NEG forwarder beside paused workloads whose Services are in GKE network endpoint groups")
 	fs.StringVar(&c.ForwarderImage, "forwarder-image", c.ForwarderImage, "the NEG forwarder's image (napwake-forwarder, tagged with its version); required with --neg-forwarder")
 	fs.IntVar(&c.ForwarderReplicas, "forwarder-replicas", c.ForwarderReplicas, "NEG forwarder pods per paused workload")
+	fs.StringVar(&c.ForwarderDoormanHost, "forwarder-doorman-host", c.ForwarderDoormanHost, `where NEG forwarders find the doorman; "" means the --doorman-service's DNS name, <name>.<namespace>.svc`)
 }
 
 // Validate reports every flag value the operator cannot run with.

@@ -40,6 +40,9 @@ type ForwarderOptions struct {
 	// Linger is how long a forwarder stays once the workload is awake: a
 	// minute after its route has drained (the doorman's 30 s). Default 90s.
 	Linger time.Duration
+	// DoormanHost is where forwarders find the doorman. Default the
+	// doorman Service's DNS name, <name>.<namespace>.svc.
+	DoormanHost string
 }
 
 // annotationSpecHash, on a forwarder Deployment, is the hash of the spec
@@ -47,6 +50,13 @@ type ForwarderOptions struct {
 const annotationSpecHash = "napwake.dev/forwarder-spec"
 
 func (r *Router) forwarderOn() bool { return r.opts.Forwarder.Image != "" }
+
+func (r *Router) forwarderDoormanHost() string {
+	if h := r.opts.Forwarder.DoormanHost; h != "" {
+		return h
+	}
+	return r.doorman.Name + "." + r.doorman.Namespace + ".svc"
+}
 
 // fwdState is what Route found of the workload's forwarder.
 type fwdState struct {
@@ -93,7 +103,7 @@ func (r *Router) ensureForwarder(ctx context.Context, mw *napwakev1alpha1.Manage
 	want := forwarder.Deployment(forwarder.Spec{
 		Namespace: mw.Namespace, Workload: mw.Name, OwnerUID: mw.UID,
 		OperatorNamespace: r.doorman.Namespace, Image: r.opts.Forwarder.Image, Replicas: r.opts.Forwarder.Replicas,
-		DoormanHost: r.doorman.Name + "." + r.doorman.Namespace + ".svc", Ports: ps,
+		DoormanHost: r.forwarderDoormanHost(), Ports: ps,
 	})
 	hash, err := specHash(want)
 	if err != nil {
@@ -113,6 +123,9 @@ func (r *Router) ensureForwarder(ctx context.Context, mw *napwakev1alpha1.Manage
 	case !metav1.IsControlledBy(&have, mw) || have.Labels[napwakev1alpha1.LabelOperator] != r.doorman.Namespace:
 		return fwdState{}, fmt.Errorf("deployment %s/%s is not the NEG forwarder the operator runs for ManagedWorkload %s, and is never overwritten", have.Namespace, have.Name, mw.Name)
 	case have.Annotations[annotationSpecHash] != hash || have.Annotations[forwarder.AnnotationDeleteAfter] != "":
+		// A patch: the operator's RBAC on Deployments is patch (as for its
+		// targets), create and delete, never update.
+		base := have.DeepCopy()
 		have.Labels, have.OwnerReferences = want.Labels, want.OwnerReferences
 		delete(have.Annotations, forwarder.AnnotationDeleteAfter)
 		if have.Annotations == nil {
@@ -120,7 +133,7 @@ func (r *Router) ensureForwarder(ctx context.Context, mw *napwakev1alpha1.Manage
 		}
 		have.Annotations[annotationSpecHash] = hash
 		have.Spec = want.Spec
-		if err := r.c.Update(ctx, &have); err != nil {
+		if err := r.c.Patch(ctx, &have, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fwdState{}, fmt.Errorf("updating the NEG forwarder Deployment %s/%s: %w", have.Namespace, have.Name, err)
 		}
 	}
