@@ -304,3 +304,33 @@ func TestAnUnreadableNEGAnnotationIsRoutedToTheDoormanWithAnInvalidSettingEvent(
 	_, err = f.forwarderDeployment("api")
 	f.g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
+
+// TestTheForwarderPodMeetsRestrictedPodSecurityEvenBelow1024: a Service
+// whose target port is 80 gets a forwarder listening on 80 through the
+// unprivileged-port sysctl, and its pod is admitted in a namespace that
+// enforces the restricted level (the API server's own Pod Security
+// admission, dry run).
+func TestTheForwarderPodMeetsRestrictedPodSecurityEvenBelow1024(t *testing.T) {
+	f := newFixture(t)
+	ns := &corev1.Namespace{}
+	f.g.Expect(k8s.Get(f.ctx, client.ObjectKey{Name: f.ns}, ns)).To(Succeed())
+	ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
+	f.g.Expect(k8s.Update(f.ctx, ns)).To(Succeed())
+	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
+	f.pods.serve(f.ctx, "10.1.0.1")
+	f.service("api", negMarkers[1].opt) // targetPort unset: 80
+	mw := f.pausing("api")
+	_, err := f.router(withForwarder).Route(f.ctx, mw, forwardedTemplate())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	dep, err := f.forwarderDeployment("api")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	spec := dep.Spec.Template.Spec
+	f.g.Expect(spec.SecurityContext.Sysctls).To(Equal([]corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}}))
+	f.g.Expect(*spec.SecurityContext.RunAsUser).To(Equal(int64(65532)))
+	f.g.Expect(spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(80)))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "forwarder-pod", Namespace: f.ns, Labels: dep.Spec.Template.Labels}, Spec: spec}
+	f.g.Expect(k8s.Create(f.ctx, pod, client.DryRunAll)).To(Succeed(), "admitted at the restricted level")
+	pod.Spec.SecurityContext.RunAsNonRoot = nil
+	pod.Spec.Containers[0].SecurityContext = nil
+	f.g.Expect(k8s.Create(f.ctx, pod, client.DryRunAll)).To(MatchError(ContainSubstring("violates PodSecurity")), "the namespace really enforces")
+}
