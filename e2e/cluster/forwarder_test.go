@@ -156,15 +156,16 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	Expect(*slices[0].Ports[0].Port).To(Equal(int32(8080)), "the forwarder listens on the Service's target port")
 	Expect(wakeOnRequestOf(ctx, ns, app.Name).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
 
-	logs := clientGet(ctx, ns, "client", serviceURL(ctx, ns, app.Name, "/"))
-	Expect(logs).To(ContainSubstring("200 OK"), "the held request got the app's answer, not an error")
-	Expect(logs).To(ContainSubstring("hello from the sample app"))
-	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	// From the node, through kube-proxy, as a load balancer's request would come.
+	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect([]any{resp.Status, resp.Body}).To(HaveExactElements(200, ContainSubstring("hello from the sample app")),
+		"the held request got the app's answer")
 	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(mw.Status.LastActivitySource).To(Equal(napwakev1alpha1.SourceRequest))
-	Expect(forwarders).To(ContainElement(mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom]),
+	Expect(mw.Annotations).To(HaveKeyWithValue(napwakev1alpha1.AnnotationLastRequestFrom, BeElementOf(forwarders)),
 		"the doorman saw the request come from a forwarder pod")
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
 	Eventually(func() ([]string, error) { return fw.DoormanSliceAddresses(ctx, ns, app.Name) }).Should(BeEmpty(), "once Running, the slices go")
 	Eventually(func() bool { _, err := forwarderOf(ctx, ns, app.Name); return apierrors.IsNotFound(err) }).
 		WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(BeTrue(), "the forwarder goes a minute after the route drained")

@@ -26,26 +26,26 @@ func echoDoorman(t *testing.T, addr string) (net.Listener, <-chan []byte) {
 	t.Cleanup(func() { _ = ln.Close() })
 	got := make(chan []byte, 16)
 	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b, err := io.ReadAll(c)
-				if err != nil {
-					got <- append([]byte("error:"), err.Error()...)
-					return
-				}
-				if len(b) > 0 {
-					got <- b
-					_, _ = c.Write(append([]byte("reply:"), b...))
-				}
-			}()
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+			go echo(c, got)
 		}
 	}()
 	return ln, got
+}
+
+// echo reads c to its end, reports it on got and answers "reply:" and the
+// same bytes; a read error is reported as "error:" and the error.
+func echo(c net.Conn, got chan<- []byte) {
+	defer c.Close()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		got <- append([]byte("error:"), err.Error()...)
+		return
+	}
+	if len(b) > 0 {
+		got <- b
+		_, _ = c.Write(append([]byte("reply:"), b...))
+	}
 }
 
 // startRelay runs a relay from a free loopback port to the doorman's port,
@@ -66,6 +66,19 @@ func startRelay(t *testing.T, r *Relay) string {
 		r.Shutdown(ctx)
 	})
 	return addrs[0].String()
+}
+
+// relayToEcho runs a relay to a new echoDoorman and dials it.
+func relayToEcho(t *testing.T) (*Relay, net.Conn, <-chan []byte) {
+	t.Helper()
+	doorman, got := echoDoorman(t, "127.0.0.1:0")
+	r := &Relay{Mappings: []Mapping{{Listen: 0, Doorman: portOf(t, doorman)}}}
+	c, err := net.Dial("tcp", startRelay(t, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return r, c, got
 }
 
 func portOf(t *testing.T, ln net.Listener) int {
@@ -124,13 +137,8 @@ func TestTheRelayPassesBytesUntouchedBothWaysAndPassesTheHalfCloseOn(t *testing.
 }
 
 func TestACallerThatResetsResetsItsDoormanConnectionAndLeavesNothingOpen(t *testing.T) {
-	doorman, got := echoDoorman(t, "127.0.0.1:0")
-	r := &Relay{Mappings: []Mapping{{Listen: 0, Doorman: portOf(t, doorman)}}}
-	addr := startRelay(t, r)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, c, got := relayToEcho(t)
+	addr := c.RemoteAddr().String()
 	if _, err := c.Write([]byte("partial request")); err != nil {
 		t.Fatal(err)
 	}
@@ -210,14 +218,8 @@ func TestTheRelayKeepsAcceptingAfterAnAcceptError(t *testing.T) {
 }
 
 func TestShutdownStopsAcceptingAtOnceAndClosesWhatIsLeftWhenItsTimeEnds(t *testing.T) {
-	doorman, _ := echoDoorman(t, "127.0.0.1:0")
-	r := &Relay{Mappings: []Mapping{{Listen: 0, Doorman: portOf(t, doorman)}}}
-	addr := startRelay(t, r)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	r, c, _ := relayToEcho(t)
+	addr := c.RemoteAddr().String()
 	eventually(t, "the relay has the connection open", func() bool { return r.open() == 2 })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

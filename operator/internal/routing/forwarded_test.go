@@ -44,6 +44,13 @@ var negMarkers = []negMarker{
 	{"neg-status", withAnnotation(napwakev1alpha1.AnnotationGKENEGStatus, `{"network_endpoint_groups":{"80":"k8s1-api"},"zones":["europe-west1-b"]}`), func(*fixture) {}},
 }
 
+// serviceAPI creates Service api, marked as in NEGs, its target port the
+// workload's named port web.
+func (m negMarker) serviceAPI(f *fixture) {
+	m.setup(f)
+	f.service("api", m.opt, targetWeb)
+}
+
 // forwardedTemplate is the workload's template with its named port "web".
 func forwardedTemplate() *corev1.PodTemplateSpec {
 	t := template(true)
@@ -72,6 +79,15 @@ func (f *fixture) forwarderPod(workload, name string, status corev1.PodStatus) {
 	f.g.Expect(k8s.Status().Update(f.ctx, p)).To(Succeed())
 }
 
+// oneDoorman is a fixture with one Ready doorman pod, listening.
+func oneDoorman(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
+	f.pods.serve(f.ctx, "10.1.0.1")
+	return f
+}
+
 func readyStatus(ip string) corev1.PodStatus {
 	return corev1.PodStatus{PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 }
@@ -79,11 +95,8 @@ func readyStatus(ip string) corev1.PodStatus {
 func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheDoorman(t *testing.T) {
 	for _, m := range negMarkers {
 		t.Run(m.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
-			f.pods.serve(f.ctx, "10.1.0.1")
-			m.setup(f)
-			f.service("api", m.opt, targetWeb)
+			f := oneDoorman(t)
+			m.serviceAPI(f)
 			f.service("internal")
 			mw := f.pausing("api")
 			r := f.router(withForwarder)
@@ -201,11 +214,8 @@ func (f *fixture) wakeAndExpectTheForwarderGoesAMinuteAfterTheDrain(r *Router, m
 func TestWithTheForwarderOffANEGServiceIsUnsupportedLoadBalancerAndNoForwarderRuns(t *testing.T) {
 	for _, m := range negMarkers {
 		t.Run(m.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
-			f.pods.serve(f.ctx, "10.1.0.1")
-			m.setup(f)
-			f.service("api", m.opt, targetWeb)
+			f := oneDoorman(t)
+			m.serviceAPI(f)
 			mw := f.pausing("api")
 			_, err := f.router().Route(f.ctx, mw, forwardedTemplate())
 			f.g.Expect(err).NotTo(HaveOccurred())
@@ -221,9 +231,7 @@ func TestWithTheForwarderOffANEGServiceIsUnsupportedLoadBalancerAndNoForwarderRu
 }
 
 func TestForwarderNotReadySaysWhyUntilAForwarderPodIsReady(t *testing.T) {
-	f := newFixture(t)
-	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
-	f.pods.serve(f.ctx, "10.1.0.1")
+	f := oneDoorman(t)
 	f.service("api", negMarkers[2].opt, targetWeb)
 	mw := f.pausing("api")
 	r := f.router(withForwarder)
@@ -266,9 +274,7 @@ func TestForwarderNotReadySaysWhyUntilAForwarderPodIsReady(t *testing.T) {
 }
 
 func TestAForwarderLeftWhenTheFeatureIsTurnedOffStays(t *testing.T) {
-	f := newFixture(t)
-	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
-	f.pods.serve(f.ctx, "10.1.0.1")
+	f := oneDoorman(t)
 	f.service("api", negMarkers[1].opt)
 	mw := f.pausing("api")
 	_, err := f.router(withForwarder).Route(f.ctx, mw, forwardedTemplate())
@@ -284,9 +290,7 @@ func TestAForwarderLeftWhenTheFeatureIsTurnedOffStays(t *testing.T) {
 }
 
 func TestAnUnreadableNEGAnnotationIsRoutedToTheDoormanWithAnInvalidSettingEvent(t *testing.T) {
-	f := newFixture(t)
-	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
-	f.pods.serve(f.ctx, "10.1.0.1")
+	f := oneDoorman(t)
 	f.service("api", withAnnotation(napwakev1alpha1.AnnotationGKENEGStatus, "k8s1-api"))
 	mw := f.pausing("api")
 	r := f.router(withForwarder)
@@ -311,13 +315,11 @@ func TestAnUnreadableNEGAnnotationIsRoutedToTheDoormanWithAnInvalidSettingEvent(
 // enforces the restricted level (the API server's own Pod Security
 // admission, dry run).
 func TestTheForwarderPodMeetsRestrictedPodSecurityEvenBelow1024(t *testing.T) {
-	f := newFixture(t)
+	f := oneDoorman(t)
 	ns := &corev1.Namespace{}
 	f.g.Expect(k8s.Get(f.ctx, client.ObjectKey{Name: f.ns}, ns)).To(Succeed())
 	ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
 	f.g.Expect(k8s.Update(f.ctx, ns)).To(Succeed())
-	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
-	f.pods.serve(f.ctx, "10.1.0.1")
 	f.service("api", negMarkers[1].opt) // targetPort unset: 80
 	mw := f.pausing("api")
 	_, err := f.router(withForwarder).Route(f.ctx, mw, forwardedTemplate())
