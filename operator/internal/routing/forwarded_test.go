@@ -66,12 +66,12 @@ func (f *fixture) forwarderDeployment(workload string) (*appsv1.Deployment, erro
 	return d, k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: forwarder.Name(workload)}, d)
 }
 
-// forwarderPod creates a forwarder pod of the workload, as its ReplicaSet
+// forwarderPod creates a forwarder pod of workload api, as its ReplicaSet
 // would, with the given status (envtest runs no controllers or kubelet).
-func (f *fixture) forwarderPod(workload, name string, status corev1.PodStatus) {
+func (f *fixture) forwarderPod(name string, status corev1.PodStatus) {
 	f.t.Helper()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: forwarder.Labels(doormanNS, workload)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: forwarder.Labels(doormanNS, "api")},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "forwarder", Image: forwarderImage}}, NodeName: "node-" + name},
 	}
 	f.create(p)
@@ -138,8 +138,8 @@ func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheD
 			f.g.Expect(sliceNames(f.slices())).To(Equal([]string{"internal-napwake-ipv4"}))
 
 			// Two Ready forwarder pods: api's slice leads to them, on the target port.
-			f.forwarderPod("api", "fwd-a", readyStatus("10.2.0.1"))
-			f.forwarderPod("api", "fwd-b", readyStatus("10.2.0.2"))
+			f.forwarderPod("fwd-a", readyStatus("10.2.0.1"))
+			f.forwarderPod("fwd-b", readyStatus("10.2.0.2"))
 			after, err = r.Route(f.ctx, mw, forwardedTemplate())
 			f.g.Expect(err).NotTo(HaveOccurred())
 			f.g.Expect(after).To(BeZero())
@@ -255,7 +255,7 @@ func TestForwarderNotReadySaysWhyUntilAForwarderPodIsReady(t *testing.T) {
 	// An image that cannot be pulled.
 	dep.Status.Conditions = nil
 	f.g.Expect(k8s.Status().Update(f.ctx, dep)).To(Succeed())
-	f.forwarderPod("api", "fwd-a", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "forwarder", State: corev1.ContainerState{
+	f.forwarderPod("fwd-a", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "forwarder", State: corev1.ContainerState{
 		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "` + forwarderImage + `"`}}}}})
 	_, err = r.Route(f.ctx, mw, forwardedTemplate())
 	f.g.Expect(err).NotTo(HaveOccurred())
@@ -265,7 +265,7 @@ func TestForwarderNotReadySaysWhyUntilAForwarderPodIsReady(t *testing.T) {
 	f.g.Expect(f.slices()).To(BeEmpty())
 
 	// One Ready pod routes it.
-	f.forwarderPod("api", "fwd-b", readyStatus("10.2.0.9"))
+	f.forwarderPod("fwd-b", readyStatus("10.2.0.9"))
 	_, err = r.Route(f.ctx, mw, forwardedTemplate())
 	f.g.Expect(err).NotTo(HaveOccurred())
 	c = wakeOnRequest(f.get(mw))
@@ -335,4 +335,27 @@ func TestTheForwarderPodMeetsRestrictedPodSecurityEvenBelow1024(t *testing.T) {
 	pod.Spec.SecurityContext.RunAsNonRoot = nil
 	pod.Spec.Containers[0].SecurityContext = nil
 	f.g.Expect(k8s.Create(f.ctx, pod, client.DryRunAll)).To(MatchError(ContainSubstring("violates PodSecurity")), "the namespace really enforces")
+}
+
+// TestRouteWithAStaleCopyKeepsTheDoormanPort: Route called with a copy of
+// the workload older than the status the last Route wrote (as a kick from
+// the forwarders controller can, reading the cache) keeps each route's
+// doorman port: a new port would roll the forwarder out again each time.
+func TestRouteWithAStaleCopyKeepsTheDoormanPort(t *testing.T) {
+	f := oneDoorman(t)
+	negMarkers[2].serviceAPI(f)
+	mw := f.pausing("api")
+	stale := mw.DeepCopy()
+	r := f.router(withForwarder)
+	_, err := r.Route(f.ctx, mw, forwardedTemplate())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	port := f.get(mw).Status.Doorman.Routes[0].DoormanPort
+	dep, err := f.forwarderDeployment("api")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.Route(f.ctx, stale, forwardedTemplate())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(f.get(mw).Status.Doorman.Routes[0].DoormanPort).To(Equal(port))
+	again, err := f.forwarderDeployment("api")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(again.Generation).To(Equal(dep.Generation), "the forwarder is not rolled out again")
 }

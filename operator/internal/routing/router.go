@@ -227,7 +227,7 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	in.Forwarder, in.NamedPorts = r.forwarderOn(), namedPorts(tmpl)
 	d := plan.Decide(in)
 	now := r.clock.Now()
-	old := routesOf(mw)
+	old := r.persistedRoutes(ctx, mw)
 	routes, released, allocErr := r.allocate(mw, d.Routes, old, now)
 	targets := targetPorts(d.Routes)
 	var fwd fwdState
@@ -291,6 +291,20 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		return r.opts.RetryMin, nil
 	}
 	return 0, nil
+}
+
+// persistedRoutes are the workload's routes as last persisted, read past
+// the cache: a caller's copy can be older than the status a Route just
+// before wrote (the routing controller and the pause/wake reconciler both
+// call Route, and a forwarder's changes kick it often), and allocating
+// from it would give every route a new port. The caller's copy when the
+// read fails.
+func (r *Router) persistedRoutes(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) []napwakev1alpha1.Route {
+	fresh := &napwakev1alpha1.ManagedWorkload{}
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil || fresh.UID != mw.UID {
+		return routesOf(mw)
+	}
+	return routesOf(fresh)
 }
 
 // sharedMessage names the Services another workload routes, and whose
