@@ -190,7 +190,11 @@ helm install napwake charts/napwake --namespace napwake-system
 - **The CRD** is in ` + "`crds/`" + `: Helm installs it but neither upgrades nor deletes it.
   ` + "`helm uninstall`" + ` removes everything else.
 - **Not built yet**: ` + "`wake.mode: Ask`" + ` turns callers away with a ` + "`503`" + ` but has no asleep page,
-  so the chart makes no wake key Secret; ` + "`doorman.negForwarder.enabled: true`" + ` is refused at install.
+  so the chart makes no wake key Secret.
+- **The NEG forwarder** (` + "`doorman.negForwarder.enabled`" + `, off): for paused workloads behind a GKE
+  Ingress on NEGs or a GKE Gateway. The operator then runs ` + "`napwake-forwarder-<workload>`" + ` beside
+  them, from ` + "`doorman.negForwarder.image`" + `, and may create and delete only those Deployments
+  (an admission policy narrows its RBAC to them).
 - **Admission policies** (` + "`doorman.admissionPolicy.enabled`" + `, on): only the doorman's
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with
