@@ -3,6 +3,12 @@
 // workload's namespace, where GKE accepts its pods as endpoints, and it
 // passes every connection, bytes untouched, to the doorman.
 //
+// Shutdown, like the doorman's (wake-on-request.md "When a doorman pod
+// stops"): on SIGTERM /readyz fails at once, so the endpoints move away;
+// it serves fully for 15 s more, then closes its listeners and gives open
+// connections 25 s to finish before closing them. The operator's Deployment
+// gives it 45 s (terminationGracePeriodSeconds) after a 5 s preStop sleep.
+//
 // It must not hold logic beyond flags, the relay and its shutdown.
 package main
 
@@ -14,12 +20,19 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"napwake.dev/forwarder/internal/relay"
 	"napwake.dev/shared/logging"
 	"napwake.dev/shared/signals"
 	"napwake.dev/shared/version"
+)
+
+// Shutdown periods; variables only so a test of main could shorten them.
+var (
+	serveWhileStopping  = 15 * time.Second
+	finishWhileStopping = 25 * time.Second
 )
 
 func main() {
@@ -74,9 +87,14 @@ func run(args []string) error {
 
 	ctx := signals.Context(context.Background())
 	r := &relay.Relay{DoormanHost: *doormanHost, Mappings: maps, Log: log}
+	var stopping atomic.Bool
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, req *http.Request) {
+		if stopping.Load() {
+			http.Error(w, "stopping", http.StatusServiceUnavailable)
+			return
+		}
 		// Ready only while the doorman answers on every forwarded port.
 		if err := r.Ready(req.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -90,10 +108,18 @@ func run(args []string) error {
 			log.Error(err, "Serving probes")
 		}
 	}()
-	err = r.Run(ctx, nil)
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if _, err := r.Listen(); err != nil {
+		_ = probes.Close()
+		return err
+	}
+	<-ctx.Done()
+	stopping.Store(true)
+	log.Info("Stopping: not Ready, serving for 15 s, then 25 s to finish")
+	time.Sleep(serveWhileStopping)
+	finish, cancel := context.WithTimeout(context.Background(), finishWhileStopping)
 	defer cancel()
-	_ = probes.Shutdown(shutdown)
+	r.Shutdown(finish)
+	_ = probes.Shutdown(finish)
 	log.Info("Stopped")
-	return err
+	return nil
 }

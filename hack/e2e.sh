@@ -32,6 +32,13 @@ upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
 # is installed pointing at it.
 export NAPWAKE_E2E_PROMETHEUS_IP=10.96.200.90
 export NAPWAKE_PROMETHEUS_URL="http://$NAPWAKE_E2E_PROMETHEUS_IP"
+# The NEG forwarder is on. Forwarders find the doorman through the headless
+# Service's DNS name, which the test bed cannot resolve: they get this fixed
+# ClusterIP instead, of a Service the forwarder scenario points at the
+# doorman pods on the routes' ports.
+export NAPWAKE_NEG_FORWARDER=1
+export NAPWAKE_E2E_FORWARDER_DOORMAN_IP=10.96.200.91
+export NAPWAKE_FORWARDER_DOORMAN_HOST=$NAPWAKE_E2E_FORWARDER_DOORMAN_IP
 existed=""
 "$here/testbed/cluster.sh" exec kubectl get deployment -n napwake-system napwake-operator >/dev/null 2>&1 && existed=1
 "$here/install-napwake.sh"
@@ -44,6 +51,7 @@ fi
 export NAPWAKE_E2E_NAMESPACE=napwake-system
 export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"
 export NAPWAKE_E2E_UPGRADE_DOORMAN="'$here/install-napwake.sh' --set doorman.image.tag=$upgrade_tag"
+export NAPWAKE_E2E_INSTALL="'$here/install-napwake.sh'"
 export NAPWAKE_E2E_COLDSTART_OUT="$out/coldstart.txt"
 
 step "Running the end-to-end suite inside the node's network namespace"

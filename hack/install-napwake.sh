@@ -7,6 +7,10 @@
 #
 # NAPWAKE_PROMETHEUS_URL, when set, becomes operator.prometheusURL on every
 # install and upgrade (hack/e2e.sh points it at the suite's stand-in).
+# NAPWAKE_NEG_FORWARDER=1 turns the NEG forwarder on (doorman.negForwarder),
+# its image the one `make images` built; NAPWAKE_FORWARDER_DOORMAN_HOST, when
+# set, becomes doorman.negForwarder.doormanHost (the test bed has no cluster
+# DNS, so hack/e2e.sh gives forwarders a fixed ClusterIP instead).
 #
 # helm is the pinned one hack/helm builds into bin/ (the Go module proxy is
 # the only way in; no helm release binary can be downloaded here). It runs
@@ -34,9 +38,16 @@ if [ "${1:-}" = uninstall ]; then
 fi
 
 args=()
-for c in operator doorman; do  # the chart runs no forwarder yet
+for c in operator doorman; do
   args+=(--set "$c.image.repository=napwake.local/napwake-$c" --set "$c.image.tag=$(cat "$root/$c/VERSION")")
 done
+args+=(--set "doorman.negForwarder.image.repository=napwake.local/napwake-forwarder" --set "doorman.negForwarder.image.tag=$(cat "$root/forwarder/VERSION")")
+if [ -n "${NAPWAKE_NEG_FORWARDER:-}" ]; then
+  args+=(--set doorman.negForwarder.enabled=true)
+fi
+if [ -n "${NAPWAKE_FORWARDER_DOORMAN_HOST:-}" ]; then
+  args+=(--set "doorman.negForwarder.doormanHost=$NAPWAKE_FORWARDER_DOORMAN_HOST")
+fi
 if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
   args+=(--set "operator.prometheusURL=$NAPWAKE_PROMETHEUS_URL")
 fi

@@ -73,5 +73,10 @@ func newRouter(deps manager.RouterDeps) (controller.Router, error) {
 		PortsPerWorkload:  deps.Config.PortsPerWorkload,
 		PortsPerNamespace: deps.Config.PortsPerNamespace,
 		Metrics:           deps.Metrics,
+		Forwarder: routing.ForwarderOptions{
+			Image:       deps.Config.ForwarderImageIfOn(),
+			Replicas:    int32(deps.Config.ForwarderReplicas), //nolint:gosec // validated 1 to 10
+			DoormanHost: deps.Config.ForwarderDoormanHost,
+		},
 	}, deps.Clock, deps.Manager.GetEventRecorder("napwake-routing"))
 }

@@ -11,6 +11,7 @@ import (
 // everythingOn turns on every optional object, so checks see them all.
 var everythingOn = []string{
 	"--set", "networkPolicy.enabled=true",
+	"--set", "doorman.negForwarder.enabled=true",
 	"--set", "monitoring.serviceMonitor.enabled=true",
 	"--set", "monitoring.prometheusRule.enabled=true",
 	"--set", "doorman.networkPolicy.egress.enabled=true",

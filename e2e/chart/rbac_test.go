@@ -91,7 +91,7 @@ func testRBAC(t *testing.T) {
 		{operatorUser, access{"update", "apps", "deployments", "scale", app, "api"}, true},
 		{operatorUser, access{"patch", "apps", "statefulsets", "scale", app, "db"}, true},
 		{operatorUser, access{"update", "apps", "deployments", "", app, "api"}, false},
-		{operatorUser, access{"create", "apps", "deployments", "", app, ""}, false}, // no forwarders yet
+		{operatorUser, access{"create", "apps", "deployments", "", app, ""}, false}, // the NEG forwarder is off by default
 		{operatorUser, access{"delete", "apps", "deployments", "", app, "api"}, false},
 		{operatorUser, access{"list", "", "pods", "", "", ""}, true},
 		{operatorUser, access{"delete", "", "pods", "", app, "api-0"}, false},

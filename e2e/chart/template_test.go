@@ -348,7 +348,8 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 			[]string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=45"},
 			[]string{"doorman.terminationGracePeriodSeconds (45) must be at least doorman.preStopSleepSeconds + 40 (50)"},
 		},
-		{"the NEG forwarder, not built yet", []string{"--set", "doorman.negForwarder.enabled=true"}, []string{"doorman.negForwarder.enabled: the NEG forwarder is not built yet"}},
+		{"the NEG forwarder without the doorman", []string{"--set", "doorman.negForwarder.enabled=true", "--set", "doorman.enabled=false"}, []string{"doorman.negForwarder.enabled needs doorman.enabled"}},
+		{"forwarder replicas out of range", []string{"--set", "doorman.negForwarder.replicas=0"}, []string{"doorman.negForwarder.replicas"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

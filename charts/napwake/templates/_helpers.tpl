@@ -8,14 +8,12 @@ napwake-doorman-wake-key. Keep the <release>-<component> shape.
 {{- define "napwake.doorman.podsService" -}}{{ printf "%s-doorman-pods" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 {{- define "napwake.doorman.wakeKeySecret" -}}{{ printf "%s-doorman-wake-key" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end }}
 
+{{/* The username the API server gives the operator's ServiceAccount. */}}
+{{- define "napwake.operator.username" -}}system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.operator.name" . }}{{- end }}
+
 {{/* The username the API server gives the doorman's ServiceAccount. */}}
 {{- define "napwake.doorman.username" -}}
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.doorman.name" . }}
-{{- end }}
-
-{{/* The username the API server gives the operator's ServiceAccount. */}}
-{{- define "napwake.operator.username" -}}
-system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.operator.name" . }}
 {{- end }}
 
 {{/*
@@ -106,8 +104,8 @@ seccompProfile:
 {{- if lt (int .Values.doorman.terminationGracePeriodSeconds) (int $minGrace) }}
 {{- fail (printf "doorman.terminationGracePeriodSeconds (%v) must be at least doorman.preStopSleepSeconds + 40 (%v): the doorman takes up to 40 s after SIGTERM to pass on or close the connections it holds." .Values.doorman.terminationGracePeriodSeconds $minGrace) }}
 {{- end }}
-{{- if .Values.doorman.negForwarder.enabled }}
-{{- fail "doorman.negForwarder.enabled: the NEG forwarder is not built yet, so the operator cannot run one. Leave it false; Services in GKE NEGs report UnsupportedLoadBalancer until it is." }}
+{{- if and .Values.doorman.negForwarder.enabled (not .Values.doorman.enabled) }}
+{{- fail "doorman.negForwarder.enabled needs doorman.enabled: the forwarder passes connections to the doorman." }}
 {{- end }}
 {{- end }}
 

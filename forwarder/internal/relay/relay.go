@@ -60,6 +60,16 @@ type Relay struct {
 	// DialTimeout bounds each dial to the doorman.
 	DialTimeout time.Duration
 	Log         logr.Logger
+
+	// mu guards lns, conns and closing; wg counts the accept loops and the
+	// relayed connections.
+	mu      sync.Mutex
+	lns     []net.Listener
+	conns   map[net.Conn]struct{}
+	closing bool
+	wg      sync.WaitGroup
+	// listen opens a listener; net.Listen unless a test stands in.
+	listen func(network, address string) (net.Listener, error)
 }
 
 // Ready reports whether the doorman answers on every mapped port.
@@ -82,60 +92,146 @@ func (r *Relay) dialTimeout() time.Duration {
 	return 5 * time.Second
 }
 
-// Run listens on every mapping until ctx ends, then closes the listeners and
-// waits for open connections to finish.
-func (r *Relay) Run(ctx context.Context, started chan<- []net.Addr) error {
-	var lns []net.Listener
+// Listen opens a listener for every mapping and starts accepting; the
+// addresses come back in mapping order. Connections are relayed until
+// Shutdown.
+func (r *Relay) Listen() ([]net.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conns == nil {
+		r.conns = map[net.Conn]struct{}{}
+	}
 	var addrs []net.Addr
 	for _, m := range r.Mappings {
-		ln, err := net.Listen("tcp", net.JoinHostPort(r.ListenHost, strconv.Itoa(m.Listen)))
+		listen := r.listen
+		if listen == nil {
+			listen = net.Listen
+		}
+		ln, err := listen("tcp", net.JoinHostPort(r.ListenHost, strconv.Itoa(m.Listen)))
 		if err != nil {
-			for _, l := range lns {
+			for _, l := range r.lns {
 				_ = l.Close()
 			}
-			return fmt.Errorf("listening on port %d: %w", m.Listen, err)
+			r.lns = nil
+			return nil, fmt.Errorf("listening on port %d: %w", m.Listen, err)
 		}
-		lns = append(lns, ln)
+		r.lns = append(r.lns, ln)
 		addrs = append(addrs, ln.Addr())
 	}
-	if started != nil {
-		started <- addrs
+	for i, ln := range r.lns {
+		r.wg.Add(1)
+		go r.serve(ln, r.Mappings[i].Doorman)
 	}
-	var wg sync.WaitGroup
-	for i, ln := range lns {
-		wg.Go(func() { r.serve(ctx, ln, r.Mappings[i].Doorman, &wg) })
-	}
-	<-ctx.Done()
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	wg.Wait()
-	return nil
+	return addrs, nil
 }
 
-func (r *Relay) serve(ctx context.Context, ln net.Listener, doormanPort int, wg *sync.WaitGroup) {
+// Shutdown stops accepting at once, then gives open connections until ctx
+// ends to finish and closes what is left, as the doorman does.
+func (r *Relay) Shutdown(ctx context.Context) {
+	r.mu.Lock()
+	r.closing = true
+	for _, ln := range r.lns {
+		_ = ln.Close()
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	r.mu.Unlock()
+	<-done
+}
+
+// Accept backoff after an error such as EMFILE: doubling from
+// acceptBackoffMin up to acceptBackoffMax, reset by a good accept.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+func (r *Relay) serve(ln net.Listener, doormanPort int) {
+	defer r.wg.Done()
 	target := net.JoinHostPort(r.DoormanHost, strconv.Itoa(doormanPort))
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				r.Log.Error(err, "Accepting a connection")
+			if errors.Is(err, net.ErrClosed) || r.isClosing() {
+				return
 			}
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			r.Log.Error(err, "Accepting a connection; accepting again", "port", ln.Addr().String(), "after", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if !r.track(c) {
+			_ = c.Close()
 			return
 		}
-		wg.Go(func() { r.pass(ctx, c, target) })
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer r.untrack(c)
+			r.pass(c, target)
+		}()
 	}
 }
 
-func (r *Relay) pass(ctx context.Context, in net.Conn, target string) {
-	defer in.Close()
+// open is how many connections (callers' and the doorman's) are open.
+func (r *Relay) open() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns)
+}
+
+func (r *Relay) isClosing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closing
+}
+
+func (r *Relay) track(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return false
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *Relay) untrack(c net.Conn) {
+	r.mu.Lock()
+	delete(r.conns, c)
+	r.mu.Unlock()
+	_ = c.Close()
+}
+
+// pass relays one caller's connection to the doorman until both directions
+// end. A doorman that cannot be reached resets the caller, as a closed port
+// would.
+func (r *Relay) pass(in net.Conn, target string) {
 	d := net.Dialer{Timeout: r.dialTimeout()}
-	out, err := d.DialContext(ctx, "tcp", target)
+	out, err := d.Dial("tcp", target)
 	if err != nil {
 		r.Log.Error(err, "Dialling the doorman", "target", target)
+		if tc, ok := in.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
 		return
 	}
-	defer out.Close()
+	r.mu.Lock()
+	r.conns[out] = struct{}{}
+	r.mu.Unlock()
+	defer r.untrack(out)
 	done := make(chan struct{}, 2)
 	go func() { copyHalf(out, in); done <- struct{}{} }()
 	go func() { copyHalf(in, out); done <- struct{}{} }()
@@ -144,10 +240,18 @@ func (r *Relay) pass(ctx context.Context, in net.Conn, target string) {
 }
 
 // copyHalf copies src to dst (splice between TCP sockets on Linux), then
-// passes the half-close on.
+// passes the half-close on. A read error (a reset) closes dst for good, so
+// the other side sees the end too.
 func copyHalf(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	if tc, ok := dst.(*net.TCPConn); ok {
+	_, err := io.Copy(dst, src)
+	tc, ok := dst.(*net.TCPConn)
+	switch {
+	case err != nil:
+		if ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = dst.Close()
+	case ok:
 		_ = tc.CloseWrite()
 	}
 }

@@ -195,7 +195,10 @@ helm install napwake charts/napwake --namespace napwake-system
   (the chart renders none, so the key never sits in Helm's release records). The doorman may
   only get and update this one Secret. To change the key, empty it: each doorman pod signs with
   the new one within a minute, and accepts the old one for 11 minutes after switching.
-- **Not built yet**: ` + "`doorman.negForwarder.enabled: true`" + ` is refused at install.
+- **The NEG forwarder** (` + "`doorman.negForwarder.enabled`" + `, off): for paused workloads behind a GKE
+  Ingress on NEGs or a GKE Gateway. The operator then runs ` + "`napwake-forwarder-<workload>`" + ` beside
+  them, from ` + "`doorman.negForwarder.image`" + `, and may create and delete only those Deployments
+  (an admission policy narrows its RBAC to them).
 - **Admission policies** (` + "`doorman.admissionPolicy.enabled`" + `, on): only the doorman's
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with

@@ -44,6 +44,17 @@ type Config struct {
 	// SyncPeriod is how often every ManagedWorkload is looked at again even
 	// when nothing changed (idle clocks, usage signal). Default 1m.
 	SyncPeriod time.Duration
+	// NEGForwarder runs the NEG forwarder beside paused workloads whose
+	// Services are in GKE NEGs. Default false.
+	NEGForwarder bool
+	// ForwarderImage is the forwarder's image, tagged with forwarder/VERSION;
+	// required with NEGForwarder.
+	ForwarderImage string
+	// ForwarderReplicas is how many forwarder pods run per workload. Default 2.
+	ForwarderReplicas int
+	// ForwarderDoormanHost is where forwarders find the doorman; "" means
+	// the doorman Service's DNS name, <name>.<namespace>.svc.
+	ForwarderDoormanHost string
 }
 
 // Default returns the configuration with every default filled in; getenv
@@ -64,6 +75,7 @@ func Default(getenv func(string) string) Config {
 		PortsPerWorkload:        napwakev1alpha1.DefaultPortsPerWorkload,
 		PortsPerNamespace:       napwakev1alpha1.DefaultPortsPerNamespace,
 		SyncPeriod:              time.Minute,
+		ForwarderReplicas:       2,
 	}
 }
 
@@ -80,6 +92,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PortsPerNamespace, "ports-per-namespace", c.PortsPerNamespace, "most doorman ports one namespace takes")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", c.PrometheusURL, `Prometheus base URL for spec.activity.prometheus queries; "" turns them off`)
 	fs.DurationVar(&c.SyncPeriod, "sync-period", c.SyncPeriod, "how often every ManagedWorkload is re-checked when nothing changed")
+	fs.BoolVar(&c.NEGForwarder, "neg-forwarder", c.NEGForwarder, "run the NEG forwarder beside paused workloads whose Services are in GKE network endpoint groups")
+	fs.StringVar(&c.ForwarderImage, "forwarder-image", c.ForwarderImage, "the NEG forwarder's image (napwake-forwarder, tagged with its version); required with --neg-forwarder")
+	fs.IntVar(&c.ForwarderReplicas, "forwarder-replicas", c.ForwarderReplicas, "NEG forwarder pods per paused workload")
+	fs.StringVar(&c.ForwarderDoormanHost, "forwarder-doorman-host", c.ForwarderDoormanHost, `where NEG forwarders find the doorman; "" means the --doorman-service's DNS name, <name>.<namespace>.svc`)
 }
 
 // Validate reports every flag value the operator cannot run with.
@@ -110,10 +126,25 @@ func (c Config) Validate() error {
 	if c.LeaderElect && c.LeaderElectionNamespace == "" {
 		errs = append(errs, errors.New("--leader-election-namespace is empty"))
 	}
+	if c.NEGForwarder && strings.TrimSpace(c.ForwarderImage) == "" {
+		errs = append(errs, errors.New("--neg-forwarder needs --forwarder-image"))
+	}
+	if c.ForwarderReplicas < 1 || c.ForwarderReplicas > 10 {
+		errs = append(errs, fmt.Errorf("--forwarder-replicas %d: want 1 to 10", c.ForwarderReplicas))
+	}
 	if c.SyncPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--sync-period %s: want at least 1s", c.SyncPeriod))
 	}
 	return errors.Join(errs...)
+}
+
+// ForwarderImageIfOn is the forwarder image when the NEG forwarder is on,
+// else "" (off).
+func (c Config) ForwarderImageIfOn() string {
+	if !c.NEGForwarder {
+		return ""
+	}
+	return c.ForwarderImage
 }
 
 // DoormanServiceKey splits DoormanService into namespace and name; ok is

@@ -20,7 +20,7 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "leader-elect": "true",
 		"leader-election-namespace": "napwake-system", "default-idle-after": "30m0s", "default-wake": "request",
 		"doorman-service": "napwake-system/napwake-doorman-pods", "ports-per-workload": "32", "ports-per-namespace": "256",
-		"prometheus-url": "",
+		"prometheus-url": "", "neg-forwarder": "false", "forwarder-image": "", "forwarder-replicas": "2", "forwarder-doorman-host": "",
 	}
 	for name, v := range want {
 		f := fs.Lookup(name)
@@ -58,6 +58,8 @@ func TestValidateRefusesBadValues(t *testing.T) {
 		{"a sync period under a second", func(c *Config) { c.SyncPeriod = time.Millisecond }, "--sync-period"},
 		{"a Prometheus URL without a scheme", func(c *Config) { c.PrometheusURL = "prometheus.monitoring:9090" }, "--prometheus-url"},
 		{"a Prometheus URL with a query", func(c *Config) { c.PrometheusURL = "http://prometheus:9090/?x=1" }, "--prometheus-url"},
+		{"the NEG forwarder without its image", func(c *Config) { c.NEGForwarder = true }, "--neg-forwarder needs --forwarder-image"},
+		{"no forwarder pods", func(c *Config) { c.ForwarderReplicas = 0 }, "--forwarder-replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default(env(nil))
@@ -67,6 +69,18 @@ func TestValidateRefusesBadValues(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestTheForwarderImageIsPassedOnlyWithTheForwarderOn(t *testing.T) {
+	c := Default(env(nil))
+	c.ForwarderImage = "registry.example/napwake-forwarder:v0.1.0"
+	if got := c.ForwarderImageIfOn(); got != "" {
+		t.Errorf("with --neg-forwarder=false: %q, want \"\" (off)", got)
+	}
+	c.NEGForwarder = true
+	if got := c.ForwarderImageIfOn(); got != c.ForwarderImage || c.Validate() != nil {
+		t.Errorf("with --neg-forwarder: %q, %v; want the image, valid", got, c.Validate())
 	}
 }
 

@@ -184,7 +184,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Log.Info("Starting", "leaderElect", opts.Config.LeaderElect, "doormanService", opts.Config.DoormanService)
+	opts.Log.Info("Starting", "leaderElect", opts.Config.LeaderElect, "doormanService", opts.Config.DoormanService, "negForwarder", opts.Config.NEGForwarder, "forwarderImage", opts.Config.ForwarderImageIfOn())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

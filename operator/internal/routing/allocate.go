@@ -97,7 +97,7 @@ func (r *Router) allocate(mw *napwakev1alpha1.ManagedWorkload, wants []plan.Want
 		if !ok {
 			p, got = got[0], got[1:]
 		}
-		routes = append(routes, napwakev1alpha1.Route{Service: w.Service, PortName: w.PortName, Port: w.Port, DoormanPort: p, IPFamilies: w.IPFamilies})
+		routes = append(routes, napwakev1alpha1.Route{Service: w.Service, PortName: w.PortName, Port: w.Port, DoormanPort: p, IPFamilies: w.IPFamilies, Forwarded: w.Forwarded})
 	}
 	return routes, released, nil
 }

@@ -54,6 +54,11 @@ func (r *Router) SetupWithManager(mgr ctrl.Manager) error {
 	if r.opts.DoormanService == "" {
 		return nil
 	}
+	if r.forwarderOn() {
+		if err := r.setupForwarders(mgr); err != nil {
+			return err
+		}
+	}
 	doormanKey := reconcile.Request{NamespacedName: r.doorman}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("napwake-doorman-pods").
@@ -204,6 +209,9 @@ func (r *Router) MoveAll(ctx context.Context, doormen []epslice.Doorman) error {
 	var todo []*discoveryv1.EndpointSlice
 	for i := range list.Items {
 		s := &list.Items[i]
+		if s.Labels[napwakev1alpha1.LabelForwarded] == "true" {
+			continue // leads to a forwarder, which finds the doorman by DNS
+		}
 		if !equality.Semantic.DeepEqual(s.Endpoints, epslice.Endpoints(doormen, napwakev1alpha1.IPFamily(s.AddressType))) {
 			todo = append(todo, s)
 		}

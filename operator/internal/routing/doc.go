@@ -35,11 +35,18 @@
 //   - slices.go: slice creates, updates and deletes, never of a slice
 //     epslice.OwnerOf calls Foreign;
 //   - controllers.go: its own controllers (re-route on Service and Ingress
-//     changes; move routes when the doorman pods change).
+//     changes; move routes when the doorman pods change);
+//   - forwarded.go and forwarders.go: the NEG forwarder, with --neg-forwarder
+//     (its Deployment, whose shape operator/internal/forwarder decides; the
+//     forwarded slices; the controller that re-routes on its changes and
+//     deletes it once its time is up).
 //
-// It must not decide what plan, ports or epslice decide, keep state that is
-// not in a status (but the allocator's cache of them), or write anything but
-// EndpointSlices, status.doorman and the WakeOnRequest condition. Its RBAC is
+// It must not decide what plan, ports, epslice or forwarder decide, keep
+// state that is not in a status or on the object it concerns (but the
+// allocator's cache of them), or write anything but EndpointSlices,
+// status.doorman, the WakeOnRequest condition and, with the forwarder on,
+// the napwake-forwarder-<workload> Deployments. With the forwarder off it
+// never touches a forwarder. Its RBAC is
 // the chart's (charts/napwake/templates/operator-rbac.yaml), proved by
 // SubjectAccessReview in e2e/chart; no marker here generates any.
 package routing

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/forwarder"
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/routing/epslice"
 	"napwake.dev/operator/internal/routing/plan"
@@ -67,6 +68,8 @@ type Options struct {
 	// Metrics record route moves. Default: the operator's metrics, made and
 	// left unregistered (tests); the manager passes the registered ones.
 	Metrics *metrics.Metrics
+	// Forwarder turns the NEG forwarder on (see forwarded.go).
+	Forwarder ForwarderOptions
 }
 
 func (o *Options) setDefaults() {
@@ -99,6 +102,10 @@ func (o *Options) setDefaults() {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
 	}
+	if o.Forwarder.Replicas <= 0 {
+		o.Forwarder.Replicas = 2
+	}
+	def(&o.Forwarder.Linger, 90*time.Second)
 }
 
 // Router routes paused workloads' Services to the doorman. It implements
@@ -126,8 +133,10 @@ type Router struct {
 	failures map[types.NamespacedName]int
 	warned   map[types.NamespacedName]map[string]time.Time // event reason -> pause it was raised for
 
-	// kick re-routes a workload through the router's own controller.
+	// kick re-routes a workload through the router's own controller; reap
+	// has the forwarders controller look at a forwarder Deployment.
 	kick chan event.GenericEvent
+	reap chan event.GenericEvent
 	// doormen is the Ready doorman set last applied to the slices.
 	doormenMu sync.Mutex
 	applied   []epslice.Doorman
@@ -148,6 +157,7 @@ func New(c client.Client, reader client.Reader, opts Options, clk clock.PassiveC
 		failures: map[types.NamespacedName]int{},
 		warned:   map[types.NamespacedName]map[string]time.Time{},
 		kick:     make(chan event.GenericEvent, 1024),
+		reap:     make(chan event.GenericEvent, 1024),
 	}
 	if opts.DoormanService != "" {
 		ns, name, ok := strings.Cut(opts.DoormanService, "/")
@@ -192,6 +202,11 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		return 0, r.takeDown(ctx, mw, true, plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonDoormanDisabled,
 			Message: "routing is off (--doorman-service=\"\"): requests to the paused workload fail"})
 	case tmpl == nil:
+		if r.forwarderOn() {
+			if err := r.retireForwarder(ctx, mw.Namespace, forwarder.Name(mw.Name)); err != nil {
+				return r.opts.RetryMin, err
+			}
+		}
 		return 0, r.takeDown(ctx, mw, true, plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotFound,
 			Message: fmt.Sprintf("%s %s is gone, so nothing would start its pods: routing removed", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)})
 	}
@@ -209,10 +224,19 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if err != nil {
 		return r.opts.RetryMin, err
 	}
+	in.Forwarder, in.NamedPorts = r.forwarderOn(), namedPorts(tmpl)
 	d := plan.Decide(in)
 	now := r.clock.Now()
-	old := routesOf(mw)
+	old := r.persistedRoutes(ctx, mw)
 	routes, released, allocErr := r.allocate(mw, d.Routes, old, now)
+	targets := targetPorts(d.Routes)
+	var fwd fwdState
+	if r.forwarderOn() && allocErr == nil {
+		if fwd, err = r.ensureForwarder(ctx, mw, routes, targets); err != nil {
+			return r.fail(ctx, mw, routes, err)
+		}
+		d.ForwarderNotReady = fwd.notReady
+	}
 	cond := d.Condition(mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk, !plan.HasReadinessProbe(tmpl))
 	if allocErr != nil {
 		reason := napwakev1alpha1.ReasonNoFreePort
@@ -230,10 +254,16 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if lb := d.UnsupportedLB(); len(lb) > 0 {
 		r.warnOnce(mw, napwakev1alpha1.EventUnsupportedLB, "not routed, in GKE NEGs (turn on the NEG forwarder to route them): "+strings.Join(lb, ", "))
 	}
+	if len(d.Invalid) > 0 {
+		r.warnOnce(mw, napwakev1alpha1.EventInvalidSetting, strings.Join(d.Invalid, "; "))
+	}
 	if err := r.checkListening(ctx, doormen, routes, newPorts(routes, old)); err != nil {
 		return r.fail(ctx, mw, routes, fmt.Errorf("checking the doorman listens: %w", err))
 	}
-	shared, err := r.writeSlices(ctx, mw, epslice.BuildAll(mw.Namespace, mw.Name, routes, r.serviceUIDs(ctx, mw.Namespace, routes), doormen))
+	uids := r.serviceUIDs(ctx, mw.Namespace, routes)
+	desired := append(epslice.BuildAll(mw.Namespace, mw.Name, direct(routes), uids, doormen),
+		forwardedSlices(mw.Namespace, mw.Name, routes, targets, uids, fwd.ready)...)
+	shared, err := r.writeSlices(ctx, mw, desired)
 	if err != nil {
 		return r.fail(ctx, mw, routes, err)
 	}
@@ -255,7 +285,26 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if d.ServedByOtherPods() {
 		return r.opts.RedecideAfter, nil
 	}
+	if fwd.notReady != "" {
+		// The forwarders controller re-routes on the Deployment's changes;
+		// a pod's image pull failing changes only the pod.
+		return r.opts.RetryMin, nil
+	}
 	return 0, nil
+}
+
+// persistedRoutes are the workload's routes as last persisted, read past
+// the cache: a caller's copy can be older than the status a Route just
+// before wrote (the routing controller and the pause/wake reconciler both
+// call Route, and a forwarder's changes kick it often), and allocating
+// from it would give every route a new port. The caller's copy when the
+// read fails.
+func (r *Router) persistedRoutes(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) []napwakev1alpha1.Route {
+	fresh := &napwakev1alpha1.ManagedWorkload{}
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil || fresh.UID != mw.UID {
+		return routesOf(mw)
+	}
+	return routesOf(fresh)
 }
 
 // sharedMessage names the Services another workload routes, and whose
@@ -286,6 +335,11 @@ func (r *Router) Unroute(ctx context.Context, mw *napwakev1alpha1.ManagedWorkloa
 	cond := plan.NotPaused(meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest))
 	if err := r.takeDown(ctx, mw, true, cond); err != nil {
 		return 0, err
+	}
+	if r.forwarderOn() {
+		if err := r.retireForwarder(ctx, mw.Namespace, forwarder.Name(mw.Name)); err != nil {
+			return r.opts.RetryMin, err
+		}
 	}
 	return 0, r.kickBehind(ctx, mw, routed)
 }

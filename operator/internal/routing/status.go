@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -34,7 +35,7 @@ func (r *Router) patchStatus(ctx context.Context, mw *napwakev1alpha1.ManagedWor
 	}
 	for attempt := 0; ; attempt++ {
 		base := mw.DeepCopy()
-		ds := &napwakev1alpha1.DoormanStatus{Routes: routes}
+		ds := &napwakev1alpha1.DoormanStatus{Routes: routes, Forwarded: slices.ContainsFunc(routes, func(rt napwakev1alpha1.Route) bool { return rt.Forwarded })}
 		holds := map[int32]time.Time{}
 		for _, h := range append(holdsOf(mw), released...) {
 			if h.Until.After(now) && h.Until.After(holds[h.Port]) {

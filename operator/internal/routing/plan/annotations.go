@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,29 +57,4 @@ func ParseIgnorePorts(s string) (IgnorePorts, error) {
 // Ignores reports whether the list names the port by name or number.
 func (ip IgnorePorts) Ignores(name string, port int32) bool {
 	return (name != "" && ip.names[name]) || ip.numbers[port]
-}
-
-// NEG is what the GKE annotation cloud.google.com/neg asks for.
-type NEG struct {
-	// Ingress is {"ingress": true}: NEGs if a GKE Ingress uses the Service.
-	Ingress bool
-	// ExposedPorts is true when standalone NEGs are asked for, as GKE
-	// Gateway does.
-	ExposedPorts bool
-}
-
-// ParseNEG reads a cloud.google.com/neg value such as `{"ingress": true}` or
-// `{"exposed_ports": {"80": {}}}`. An empty value asks for nothing.
-func ParseNEG(s string) (NEG, error) {
-	if strings.TrimSpace(s) == "" {
-		return NEG{}, nil
-	}
-	var v struct {
-		Ingress      bool                       `json:"ingress"`
-		ExposedPorts map[string]json.RawMessage `json:"exposed_ports"`
-	}
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return NEG{}, fmt.Errorf("reading cloud.google.com/neg: %w", err)
-	}
-	return NEG{Ingress: v.Ingress, ExposedPorts: len(v.ExposedPorts) > 0}, nil
 }

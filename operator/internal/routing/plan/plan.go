@@ -9,12 +9,14 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -34,6 +36,12 @@ type Input struct {
 	// DoormanFamilies are the IP families some Ready doorman pod has an
 	// address in.
 	DoormanFamilies []napwakev1alpha1.IPFamily
+	// Forwarder is true when the NEG forwarder is on: a Service in GKE
+	// NEGs is routed through it rather than left out.
+	Forwarder bool
+	// NamedPorts are the workload's container ports by name, to resolve a
+	// forwarded Service's named targetPort.
+	NamedPorts map[string]int32
 }
 
 // Want is one Service port to route, before a doorman port is allocated.
@@ -42,6 +50,11 @@ type Want struct {
 	PortName   string
 	Port       int32
 	IPFamilies []napwakev1alpha1.IPFamily
+	// Forwarded is true for a port of a Service in GKE NEGs, routed
+	// through the NEG forwarder: its slices lead to the forwarder's pods,
+	// which listen on TargetPort.
+	Forwarded  bool
+	TargetPort int32
 }
 
 // LeftOut is a Service (or some of its ports) not routed, and why.
@@ -67,6 +80,13 @@ type Decision struct {
 	// Notes are problems with inputs the user should see, such as an
 	// unreadable annotation.
 	Notes []string
+	// Invalid are the GKE NEG annotations that could not be read (also in
+	// Notes), for an InvalidSetting event.
+	Invalid []string
+	// ForwarderNotReady, set by the shell, says why no forwarder pod is
+	// Ready yet; "" once one is. Condition then counts the forwarded
+	// routes as not routed yet.
+	ForwarderNotReady string
 }
 
 // Decide works out routes afresh from the input.
@@ -83,11 +103,21 @@ func Decide(in Input) Decision {
 		if !Selects(svc, in.PodLabels) {
 			continue
 		}
-		if lo, ok := serviceLeftOut(svc, in, families); ok {
+		negWhy, invalid := InNEGs(svc, in.Ingresses)
+		d.Notes = append(d.Notes, invalid...)
+		d.Invalid = append(d.Invalid, invalid...)
+		if lo, ok := serviceLeftOut(svc, in, families, negWhy); ok {
 			d.LeftOut = append(d.LeftOut, lo)
 			continue
 		}
-		routes, leftOut, notes := servicePorts(svc, families)
+		var named map[string]int32
+		if negWhy != "" {
+			named = in.NamedPorts
+			if named == nil {
+				named = map[string]int32{}
+			}
+		}
+		routes, leftOut, notes := servicePorts(svc, families, named)
 		d.Routes = append(d.Routes, routes...)
 		d.Notes = append(d.Notes, notes...)
 		if leftOut != nil {
@@ -113,7 +143,8 @@ func Selects(svc *corev1.Service, podLabels map[string]string) bool {
 }
 
 // serviceLeftOut reports whether the whole Service is left out.
-func serviceLeftOut(svc *corev1.Service, in Input, families map[napwakev1alpha1.IPFamily]bool) (LeftOut, bool) {
+// negWhy, when not "", says why it is in GKE NEGs.
+func serviceLeftOut(svc *corev1.Service, in Input, families map[napwakev1alpha1.IPFamily]bool, negWhy string) (LeftOut, bool) {
 	lo := func(reason, why string) (LeftOut, bool) {
 		return LeftOut{Service: svc.Name, Reason: reason, Why: why}, true
 	}
@@ -128,8 +159,8 @@ func serviceLeftOut(svc *corev1.Service, in Input, families map[napwakev1alpha1.
 	if why := duplicatePortNames(svc.Spec.Ports); why != "" {
 		return lo(napwakev1alpha1.ReasonNoServices, why)
 	}
-	if why := InNEGs(svc, in.Ingresses); why != "" {
-		return lo(napwakev1alpha1.ReasonUnsupportedLoadBalancer, "in GKE NEGs: "+why)
+	if negWhy != "" && !in.Forwarder {
+		return lo(napwakev1alpha1.ReasonUnsupportedLoadBalancer, "in GKE NEGs: "+negWhy)
 	}
 	if in.ServedByOtherPods[svc.Name] {
 		return lo(napwakev1alpha1.ReasonServedByOtherPods, "another workload's Ready pods serve it")
@@ -159,8 +190,9 @@ func duplicatePortNames(ports []corev1.ServicePort) string {
 }
 
 // servicePorts returns the routable ports of a Service that is not left out
-// as a whole, and the ports left out, if any.
-func servicePorts(svc *corev1.Service, families map[napwakev1alpha1.IPFamily]bool) ([]Want, *LeftOut, []string) {
+// as a whole, and the ports left out, if any. A non-nil named (the
+// container ports by name) says the Service goes through the forwarder.
+func servicePorts(svc *corev1.Service, families map[napwakev1alpha1.IPFamily]bool, named map[string]int32) ([]Want, *LeftOut, []string) {
 	var notes []string
 	ignore, err := ParseIgnorePorts(svc.Annotations[napwakev1alpha1.AnnotationDoormanIgnorePorts])
 	if err != nil {
@@ -168,7 +200,7 @@ func servicePorts(svc *corev1.Service, families map[napwakev1alpha1.IPFamily]boo
 	}
 	fams := svcFamilies(svc, families)
 	var routes []Want
-	var notTCP []string
+	var notTCP, unresolved []string
 	for _, p := range svc.Spec.Ports {
 		if ignore.Ignores(p.Name, p.Port) {
 			continue
@@ -177,16 +209,46 @@ func servicePorts(svc *corev1.Service, families map[napwakev1alpha1.IPFamily]boo
 			notTCP = append(notTCP, fmt.Sprintf("%s %s", portLabel(p), p.Protocol))
 			continue
 		}
-		routes = append(routes, Want{Service: svc.Name, PortName: p.Name, Port: p.Port, IPFamilies: fams})
+		w := Want{Service: svc.Name, PortName: p.Name, Port: p.Port, IPFamilies: fams}
+		if named != nil {
+			tp, ok := TargetPort(p, named)
+			if !ok {
+				unresolved = append(unresolved, fmt.Sprintf("%s (targetPort %q)", portLabel(p), p.TargetPort.String()))
+				continue
+			}
+			w.Forwarded, w.TargetPort = true, tp
+		}
+		routes = append(routes, w)
 	}
-	if len(notTCP) == 0 && len(routes) > 0 {
+	if len(notTCP) == 0 && len(unresolved) == 0 && len(routes) > 0 {
 		return routes, nil, notes
 	}
-	why := "every port is in " + napwakev1alpha1.AnnotationDoormanIgnorePorts
+	var whys []string
 	if len(notTCP) > 0 {
-		why = "only TCP ports are routed, not " + strings.Join(notTCP, ", ")
+		whys = append(whys, "only TCP ports are routed, not "+strings.Join(notTCP, ", "))
 	}
-	return routes, &LeftOut{Service: svc.Name, Reason: napwakev1alpha1.ReasonNoServices, Why: why}, notes
+	if len(unresolved) > 0 {
+		whys = append(whys, "the forwarder cannot listen on "+strings.Join(unresolved, ", ")+": no container port of the pods has that name")
+	}
+	if len(whys) == 0 {
+		whys = append(whys, "every port is in "+napwakev1alpha1.AnnotationDoormanIgnorePorts)
+	}
+	return routes, &LeftOut{Service: svc.Name, Reason: napwakev1alpha1.ReasonNoServices, Why: strings.Join(whys, "; ")}, notes
+}
+
+// TargetPort is the port the Service port's endpoints listen on: its
+// targetPort, resolved by name against the container ports, or the port
+// itself when unset.
+func TargetPort(p corev1.ServicePort, named map[string]int32) (int32, bool) {
+	switch {
+	case p.TargetPort.Type == intstr.String:
+		n, ok := named[p.TargetPort.StrVal]
+		return n, ok && n > 0
+	case p.TargetPort.IntVal > 0:
+		return p.TargetPort.IntVal, true
+	default:
+		return p.Port, true
+	}
 }
 
 func portLabel(p corev1.ServicePort) string {
@@ -225,63 +287,6 @@ func familyList(fs []napwakev1alpha1.IPFamily) string {
 		s[i] = string(f)
 	}
 	return strings.Join(s, "/")
-}
-
-// gkeIngressClasses are the kubernetes.io/ingress.class values GKE's Ingress
-// controller serves; an Ingress with none of the annotation (and no
-// ingressClassName) is GKE's too.
-var gkeIngressClasses = map[string]bool{
-	"gce": true, "gce-internal": true, "gce-regional-external": true, "gce-multi-cluster": true,
-}
-
-// InNEGs says why the Service is in GKE network endpoint groups, by the three
-// rules in "On GKE", or "" when it is not.
-func InNEGs(svc *corev1.Service, ingresses []networkingv1.Ingress) string {
-	if svc.Annotations[napwakev1alpha1.AnnotationGKENEGStatus] != "" {
-		return "GKE's NEG controller lists NEGs of its pods (" + napwakev1alpha1.AnnotationGKENEGStatus + ")"
-	}
-	neg, err := ParseNEG(svc.Annotations[napwakev1alpha1.AnnotationGKENEG])
-	if err != nil {
-		return ""
-	}
-	if neg.ExposedPorts {
-		return "standalone NEGs (exposed_ports in " + napwakev1alpha1.AnnotationGKENEG + ")"
-	}
-	if neg.Ingress {
-		for i := range ingresses {
-			if isGKEIngress(&ingresses[i]) && ingressUses(&ingresses[i], svc.Name) {
-				return "GKE Ingress " + ingresses[i].Name + " uses it"
-			}
-		}
-	}
-	return ""
-}
-
-func isGKEIngress(ing *networkingv1.Ingress) bool {
-	if class, ok := ing.Annotations[napwakev1alpha1.AnnotationIngressClass]; ok {
-		return gkeIngressClasses[class]
-	}
-	return ing.Spec.IngressClassName == nil
-}
-
-func ingressUses(ing *networkingv1.Ingress, service string) bool {
-	uses := func(b *networkingv1.IngressBackend) bool {
-		return b != nil && b.Service != nil && b.Service.Name == service
-	}
-	if uses(ing.Spec.DefaultBackend) {
-		return true
-	}
-	for _, r := range ing.Spec.Rules {
-		if r.HTTP == nil {
-			continue
-		}
-		for i := range r.HTTP.Paths {
-			if uses(&r.HTTP.Paths[i].Backend) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // UnsupportedLB names the Services left out for GKE NEGs, for the warning
@@ -339,6 +344,14 @@ var reasonOrder = []string{
 // place. ask is true for wake mode Ask; noProbe when MessageNoReadinessProbe
 // applies.
 func (d Decision) Condition(ask, noProbe bool) Condition {
+	waiting := d.waitingForForwarder()
+	if len(waiting) > 0 && !slices.ContainsFunc(d.Routes, func(w Want) bool { return !w.Forwarded }) {
+		msg := fmt.Sprintf("no Service is routed yet: %s wait for the NEG forwarder, which has no Ready pod: %s", strings.Join(waiting, ", "), d.ForwarderNotReady)
+		if len(d.LeftOut) > 0 {
+			msg += "; " + notRoutedPrefix + d.leftOutList()
+		}
+		return Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonForwarderNotReady, Message: join(msg, d.Notes...)}
+	}
 	if len(d.Routes) == 0 {
 		reason := napwakev1alpha1.ReasonNoServices
 		for _, r := range reasonOrder {
@@ -364,11 +377,29 @@ func (d Decision) Condition(ask, noProbe bool) Condition {
 	if len(d.LeftOut) > 0 {
 		parts = append(parts, notRoutedPrefix+d.leftOutList())
 	}
+	if len(waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("%s routed once the NEG forwarder has a Ready pod: %s", strings.Join(waiting, ", "), d.ForwarderNotReady))
+	}
 	if noProbe {
 		parts = append(parts, MessageNoReadinessProbe)
 	}
 	parts = append(parts, d.Notes...)
 	return Condition{Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonDoormanRouted, Message: join(msg, parts...)}
+}
+
+// waitingForForwarder names the Services (each once, in order) whose
+// routes wait for a Ready forwarder pod.
+func (d Decision) waitingForForwarder() []string {
+	if d.ForwarderNotReady == "" {
+		return nil
+	}
+	var out []string
+	for _, r := range d.Routes {
+		if r.Forwarded && !slices.Contains(out, r.Service) {
+			out = append(out, r.Service)
+		}
+	}
+	return out
 }
 
 func (d Decision) has(reason string) bool {

@@ -369,17 +369,3 @@ func FuzzParseIgnorePorts(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseNEG reads arbitrary cloud.google.com/neg values. It must never
-// panic, and an unreadable value must ask for nothing.
-func FuzzParseNEG(f *testing.F) {
-	for _, s := range []string{"", `{"ingress": true}`, `{"ingress":false}`, `{"exposed_ports":{"80":{}}}`, `{"exposed_ports":{}}`, `{`, `null`, `[]`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseNEG(s)
-		if err != nil && (n.Ingress || n.ExposedPorts) {
-			t.Fatalf("%q: error %v but asks for %+v", s, err, n)
-		}
-	})
-}
