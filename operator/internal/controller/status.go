@@ -22,8 +22,9 @@ import (
 // The status of a ManagedWorkload has three writers, each owning its fields:
 //
 //   - this reconciler: phase, pause, lastActivity(Source), pauseAt,
-//     resumedAt, observedGeneration, and the TargetAvailable and
-//     ActivitySignals conditions;
+//     resumedAt, observedGeneration, dependencies (learned on the caller's
+//     reconcile's behalf by the callee's, see learn.go), and the
+//     TargetAvailable, ActivitySignals and Dependencies conditions;
 //   - the Router: status.doorman and the WakeOnRequest condition;
 //   - the doorman: status.turnedAway.
 //
@@ -53,6 +54,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		Message: fmt.Sprintf("%s %s exists", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name),
 	})
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
+	refusal := s.setDependencies(now)
 	if equalStatus(base, mw) {
 		return nil
 	}
@@ -61,12 +63,14 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
 	s.replaced(base.ResourceVersion)
+	s.r.observe(mw)
+	s.refused(refusal)
 	return nil
 }
 
 func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
 	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
-		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
+		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && learnedEqual(a.Status.Dependencies, b.Status.Dependencies)
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {
