@@ -28,7 +28,7 @@ import (
 // in fixture, the tests play the Deployment controller (follow) and call
 // Reconcile themselves, one workload at a time, in the order they choose.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	ns     string
 	clock  *clocktesting.FakeClock
@@ -36,7 +36,7 @@ type env struct {
 	r      *ManagedWorkloadReconciler
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), clock: clocktesting.NewFakeClock(start), events: events.NewFakeRecorder(10000)}
 	m := metrics.New()
