@@ -19,17 +19,6 @@ import (
 	"napwake.dev/e2e/framework"
 )
 
-var _ = Describe("Napwake dependencies", func() {
-	BeforeEach(func() {
-		if os.Getenv("NAPWAKE_E2E_NAMESPACE") == "" {
-			Fail("Napwake is not installed: run the suite through hack/e2e.sh (make e2e)")
-		}
-	})
-	It("wakes a three-tier environment as one, and learns who calls whom", func() {
-		inNamespace("env", nil, scenarioEnvironmentWakesAsOne)
-	})
-})
-
 // tierStartup is each tier's start-up time (its readiness passes after it).
 const tierStartup = 3 * time.Second
 

@@ -10,10 +10,8 @@
 # is the e2e spec "wakes a three-tier environment as one" (NAPWAKE_E2E_BENCH_OUT).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-if [[ -z "${KUBEBUILDER_ASSETS:-}" ]]; then
-	KUBEBUILDER_ASSETS=$("$root/hack/testbed/build-binaries.sh" etcd kube-apiserver kubectl | tail -n1)
-	export KUBEBUILDER_ASSETS
-fi
+: "${KUBEBUILDER_ASSETS:=$("$root/hack/testbed/build-binaries.sh" etcd kube-apiserver kubectl | tail -n1)}"
+export KUBEBUILDER_ASSETS
 cd "$root/operator"
 go test -p 1 -run '^$' -bench . -benchtime 2000x ./internal/deps/
 go test -p 1 -timeout 10m -run '^$' -bench 'BenchmarkWakeChainOf20Writes' -benchtime 1x ./internal/controller/ "$@"

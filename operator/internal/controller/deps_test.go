@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -189,5 +190,31 @@ func TestACycleOfFiftyWakesEachMemberOnceAndNeverHoldsItselfUp(t *testing.T) {
 	e.wantPhase(napwakev1alpha1.PhasePausing, "c1")
 	if got := e.eventsOf(napwakev1alpha1.EventWaking, ""); len(got) != 0 {
 		t.Errorf("Waking events while the cycle pauses: %q", got)
+	}
+}
+
+// condition is a workload's Dependencies condition; the test fails without one.
+func (e *env) condition(name string) metav1.Condition {
+	e.t.Helper()
+	c := meta.FindStatusCondition(e.mw(name).Status.Conditions, napwakev1alpha1.ConditionDependencies)
+	if c == nil {
+		e.t.Fatalf("%s has no Dependencies condition", name)
+	}
+	return *c
+}
+
+// eventsOf drains the recorder and returns the events with reason whose
+// message contains text.
+func (e *env) eventsOf(reason, text string) []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.events.Events:
+			if strings.Contains(ev, " "+reason+" ") && strings.Contains(ev, text) {
+				out = append(out, ev)
+			}
+		default:
+			return out
+		}
 	}
 }

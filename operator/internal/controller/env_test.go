@@ -10,15 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/metrics"
 )
 
@@ -60,11 +59,11 @@ func (e *env) namespace(annotations map[string]string) string {
 }
 
 // key reads "name" (in e.ns) or "ns/name".
-func (e *env) key(s string) types.NamespacedName {
+func (e *env) key(s string) deps.Key {
 	if ns, name, ok := strings.Cut(s, "/"); ok {
-		return types.NamespacedName{Namespace: ns, Name: name}
+		return deps.Key{Namespace: ns, Name: name}
 	}
-	return types.NamespacedName{Namespace: e.ns, Name: s}
+	return deps.Key{Namespace: e.ns, Name: s}
 }
 
 // add creates a Deployment with replicas and its ManagedWorkload (idleAfter
@@ -149,32 +148,6 @@ func (e *env) wantPhase(phase napwakev1alpha1.Phase, names ...string) {
 	for _, name := range names {
 		if got := e.mw(name).Status.Phase; got != phase {
 			e.t.Errorf("%s is %q, want %s", name, got, phase)
-		}
-	}
-}
-
-// condition is a workload's Dependencies condition; the test fails without one.
-func (e *env) condition(name string) metav1.Condition {
-	e.t.Helper()
-	c := meta.FindStatusCondition(e.mw(name).Status.Conditions, napwakev1alpha1.ConditionDependencies)
-	if c == nil {
-		e.t.Fatalf("%s has no Dependencies condition", name)
-	}
-	return *c
-}
-
-// eventsOf drains the recorder and returns the events with reason whose
-// message contains text.
-func (e *env) eventsOf(reason, text string) []string {
-	var out []string
-	for {
-		select {
-		case ev := <-e.events.Events:
-			if strings.Contains(ev, " "+reason+" ") && strings.Contains(ev, text) {
-				out = append(out, ev)
-			}
-		default:
-			return out
 		}
 	}
 }

@@ -9,18 +9,11 @@ import (
 )
 
 func TestNextWithDependents(t *testing.T) {
-	pausedState := withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePaused, pause(-10*time.Minute, 2, napwakev1alpha1.PauseIdle))
-	pausingState := withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePausing, pause(-10*time.Second, 2, napwakev1alpha1.PauseIdle))
-	resumingState := pausedState
-	resumingState.Phase, resumingState.ResumedAt = napwakev1alpha1.PhaseResuming, at(-5*time.Second)
+	pausedState, pausingState, resumingState := cycleStates()
 	woke := Dependents{WokeAt: at(-time.Second), WokenBy: "p/front (through p/api)"}
 	held := Dependents{Held: true}
 
-	for _, tc := range []struct {
-		name  string
-		in    Input
-		check func(t *testing.T, s Step)
-	}{
+	runNext(t, []nextCase{
 		{
 			name: "a dependent's wake after the pause began wakes a paused workload with source dependent, naming who",
 			in:   Input{State: pausedState, Target: Target{Found: true}, Dependents: woke},
@@ -41,13 +34,9 @@ func TestNextWithDependents(t *testing.T) {
 			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Route) },
 		},
 		{
-			name: "a dependent's wake calls off a pause under way",
-			in:   Input{State: pausingState, Target: up, Dependents: woke},
-			check: func(t *testing.T, s Step) {
-				t.Helper()
-				wantPatch(t, s, napwakev1alpha1.PhaseResuming)
-				eq(t, s.Event.Reason, napwakev1alpha1.EventPauseCalledOff)
-			},
+			name:  "a dependent's wake calls off a pause under way",
+			in:    Input{State: pausingState, Target: up, Dependents: woke},
+			check: calledOffBy(napwakev1alpha1.SourceDependent),
 		},
 		{
 			name: "a dependent's wake does not overwrite the source of a Running workload's own activity",
@@ -108,12 +97,15 @@ func TestNextWithDependents(t *testing.T) {
 			in:    Input{State: runningFor(-time.Minute), Target: up, Dependents: held, Annotations: map[string]string{napwakev1alpha1.AnnotationPauseRequested: stamp(0)}},
 			check: func(t *testing.T, s Step) { t.Helper(); wantPatch(t, s, napwakev1alpha1.PhasePausing) },
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.in.Now = t0.Add(400 * time.Millisecond)
-			tc.in.IdleAfter = 30 * time.Minute
-			tc.in.Created = created
-			tc.check(t, Next(tc.in))
-		})
+	})
+}
+
+// calledOffBy checks a step calls a pause off for source.
+func calledOffBy(source string) func(t *testing.T, s Step) {
+	return func(t *testing.T, s Step) {
+		t.Helper()
+		wantPatch(t, s, napwakev1alpha1.PhaseResuming)
+		eq(t, s.Event.Reason, napwakev1alpha1.EventPauseCalledOff)
+		eq(t, s.Woken, source)
 	}
 }

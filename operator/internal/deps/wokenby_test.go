@@ -10,6 +10,8 @@ import (
 func TestWokenBy(t *testing.T) {
 	paused := napwakev1alpha1.PhasePaused
 	resuming := napwakev1alpha1.PhaseResuming
+	frontWoke := map[string]time.Duration{"p/front": time.Minute}
+	cross := []w{{key: "p/front", deps: []string{"shared/db"}, phase: resuming}, {key: "shared/db", phase: paused}}
 	for _, tc := range []struct {
 		name       string
 		namespaces map[string]string
@@ -53,29 +55,12 @@ func TestWokenBy(t *testing.T) {
 			key:  "p/db",
 			want: "p/front (through p/api)",
 		},
-		{
-			name: "a learned edge wakes too",
-			ws:   []w{{key: "p/front", learned: []string{"p/api"}, phase: resuming}, {key: "p/api", phase: paused}},
-			woke: map[string]time.Duration{"p/front": time.Minute},
-			key:  "p/api",
-			want: "p/front",
-		},
-		{
-			name:       "a dependent in a namespace that is not allowed wakes nothing",
-			namespaces: map[string]string{"shared": "other"},
-			ws:         []w{{key: "p/front", deps: []string{"shared/db"}, phase: resuming}, {key: "shared/db", phase: paused}},
-			woke:       map[string]time.Duration{"p/front": time.Minute},
-			key:        "shared/db",
-			want:       "",
-		},
-		{
-			name:       "a dependent in an allowed namespace wakes it",
-			namespaces: map[string]string{"shared": "p"},
-			ws:         []w{{key: "p/front", deps: []string{"shared/db"}, phase: resuming}, {key: "shared/db", phase: paused}},
-			woke:       map[string]time.Duration{"p/front": time.Minute},
-			key:        "shared/db",
-			want:       "p/front",
-		},
+		{name: "a learned edge wakes too", ws: []w{{key: "p/front", learned: []string{"p/api"}, phase: resuming}, {key: "p/api", phase: paused}},
+			woke: frontWoke, key: "p/api", want: "p/front"},
+		{name: "a dependent in a namespace that is not allowed wakes nothing", namespaces: map[string]string{"shared": "other"},
+			ws: cross, woke: frontWoke, key: "shared/db", want: ""},
+		{name: "a dependent in an allowed namespace wakes it", namespaces: map[string]string{"shared": "p"},
+			ws: cross, woke: frontWoke, key: "shared/db", want: "p/front"},
 		{
 			name:  "a cycle whose members all paused after their last wake wakes nothing",
 			ws:    cycle("p", 50, paused),
