@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -154,5 +153,5 @@ func environments(mws []napwakev1alpha1.ManagedWorkload) (order []int, depth []i
 			}
 		}
 	}
-	return order, slices.Clip(depth)
+	return order, depth
 }
