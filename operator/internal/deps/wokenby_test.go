@@ -63,9 +63,9 @@ func TestWokenBy(t *testing.T) {
 			ws: cross, woke: frontWoke, key: "shared/db", want: "p/front"},
 		{
 			name:  "a cycle whose members all paused after their last wake wakes nothing",
-			ws:    cycle("p", 50, paused),
-			woke:  map[string]time.Duration{"p/c7": -time.Hour, "p/c8": -time.Hour},
-			key:   "p/c9",
+			ws:    cycle("q", 50, paused),
+			woke:  map[string]time.Duration{"q/c7": -time.Hour, "q/c8": -time.Hour},
+			key:   "q/c9",
 			since: -time.Minute,
 			want:  "",
 		},
