@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/settings"
 )
 
 func TestOneRequestWakesADeclaredChainAllAtOnce(t *testing.T) {
@@ -217,4 +218,30 @@ func (e *env) eventsOf(reason, text string) []string {
 			return out
 		}
 	}
+}
+
+func TestADependsOnAnnotationWithSpacesAndEmptyItemsStillWakesWhatItNames(t *testing.T) {
+	e := newEnv(t)
+	e.add("cache", 0)
+	e.add("db", 0)
+	// What the opt-in reconciler makes of the annotation on a labelled
+	// workload. (An item that is not a name makes the whole value
+	// unreadable, with an InvalidSetting event, as design.md section 4 says
+	// of every unreadable value: package settings tests that.)
+	spec, warnings := settings.Spec(napwakev1alpha1.KindDeployment, "api",
+		map[string]string{napwakev1alpha1.AnnotationDependsOn: " cache , ,,db ,api,"}, nil, settings.Defaults{IdleAfter: 10 * time.Minute})
+	if len(warnings) != 0 || len(spec.Dependencies) != 3 {
+		t.Fatalf("dependencies %v, warnings %v; want cache, db and api, no warning", spec.Dependencies, warnings)
+	}
+	must(t, k8s.Create(e.ctx, deployment(e.ns, "api", 0)))
+	must(t, k8s.Create(e.ctx, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "api"}, Spec: spec}))
+	e.reconcile("api", "api")
+	e.wantPhase(napwakev1alpha1.PhasePaused, "api")
+	if c := e.condition("api"); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "its dependency on itself is ignored") {
+		t.Errorf("api's Dependencies condition %s %q, want True with its dependency on itself ignored", c.Status, c.Message)
+	}
+	e.clock.Step(time.Minute)
+	e.annotate("api", napwakev1alpha1.AnnotationLastRequest, e.stamp())
+	e.reconcile("api", "cache", "db")
+	e.wantPhase(napwakev1alpha1.PhaseResuming, "api", "cache", "db")
 }
