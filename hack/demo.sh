@@ -44,6 +44,23 @@ fi
 t0=$(date +%s)
 say() { printf '\n\033[1m[%s +%3ss] %s\033[0m\n' "$(date +%H:%M:%S)" "$(( $(date +%s) - t0 ))" "$*"; }
 note() { printf '            %s\n' "$*"; }
+# client POD URL STATE: GET URL from a client pod running the sample app's
+# get, noting what the STATE function prints whenever it changes, until the
+# pod has finished.
+client() {
+  k delete pod -n "$NS" "$1" --ignore-not-found >/dev/null
+  k run "$1" -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
+    --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
+    -- get --user-agent demo-client/1 "$2" >/dev/null
+  local last="" line done_
+  while :; do
+    line=$("$3")
+    if [ "$line" != "$last" ]; then note "$line"; last=$line; fi
+    done_=$(k get pod -n "$NS" "$1" -o jsonpath='{.status.phase}')
+    [ "$done_" = Succeeded ] || [ "$done_" = Failed ] && break
+    sleep 0.5
+  done
+}
 
 if [ -n "$remote" ]; then
   [ -n "${NAPWAKE_REGISTRY:-}" ] || die "with KUBECONFIG set, give NAPWAKE_REGISTRY=<a registry your cluster pulls from>, or unset KUBECONFIG for a local cluster"
@@ -108,20 +125,8 @@ note "(those endpoints are the doorman pods above; the Service, its ClusterIP an
 
 ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
 say "A client pod sends GET http://$ip/ to the paused app: the doorman holds it and wakes the app"
-k delete pod -n "$NS" client --ignore-not-found >/dev/null
-k run client -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
-  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
-  -- get --user-agent demo-client/1 "http://$ip/" >/dev/null
-last=""
-while :; do
-  phase=$(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}')
-  ready=$(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')
-  line="phase: $phase, ready pods: ${ready:-0}"
-  if [ "$line" != "$last" ]; then note "$line"; last=$line; fi
-  done_=$(k get pod -n "$NS" client -o jsonpath='{.status.phase}')
-  [ "$done_" = Succeeded ] || [ "$done_" = Failed ] && break
-  sleep 0.5
-done
+app_state() { echo "phase: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}'), ready pods: $(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')"; }
+client client "http://$ip/" app_state
 say "The client's answer (one slow response, not an error):"
 k logs -n "$NS" client | sed 's/^/            /'
 note "woken by: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.lastActivitySource}')   (the doorman stamped napwake.dev/last-request)"
@@ -184,18 +189,7 @@ for t in front api db; do plugin pause "$t" -n "$NS" --wait >/dev/null; done
 note "paused with kubectl napwake pause --wait: $(phases)"
 
 say "One request to the paused front end wakes all three at once"
-k delete pod -n "$NS" envclient --ignore-not-found >/dev/null
-k run envclient -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
-  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
-  -- get --user-agent demo-client/1 "http://$(k get svc -n "$NS" front -o jsonpath='{.spec.clusterIP}')/" >/dev/null
-last=""
-while :; do
-  line=$(phases)
-  if [ "$line" != "$last" ]; then note "$line"; last=$line; fi
-  done_=$(k get pod -n "$NS" envclient -o jsonpath='{.status.phase}')
-  [ "$done_" = Succeeded ] || [ "$done_" = Failed ] && break
-  sleep 0.5
-done
+client envclient "http://$(k get svc -n "$NS" front -o jsonpath='{.spec.clusterIP}')/" phases
 say "The front end's answer, with the api's and the db's in it:"
 k logs -n "$NS" envclient | sed 's/^/            /'
 k get events -n "$NS" --field-selector involvedObject.kind=ManagedWorkload,reason=Waking --sort-by=.lastTimestamp \
