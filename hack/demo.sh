@@ -125,7 +125,11 @@ note "(those endpoints are the doorman pods above; the Service, its ClusterIP an
 
 ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
 say "A client pod sends GET http://$ip/ to the paused app: the doorman holds it and wakes the app"
-app_state() { echo "phase: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}'), ready pods: $(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')"; }
+app_state() {
+  local ready
+  ready=$(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')
+  echo "phase: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}'), ready pods: ${ready:-0}"
+}
 client client "http://$ip/" app_state
 say "The client's answer (one slow response, not an error):"
 k logs -n "$NS" client | sed 's/^/            /'
