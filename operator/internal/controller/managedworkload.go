@@ -123,6 +123,7 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 	if err := r.Client.Get(ctx, req.NamespacedName, mw); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.graph().Delete(req.NamespacedName, r.Clock.Now())
+			r.taught.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
