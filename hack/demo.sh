@@ -147,6 +147,9 @@ plugin() { if [ -n "$remote" ]; then bin/kubectl-napwake "$@"; else "$here/testb
 # (Ready 3 s after it starts) and its Service. UPSTREAM is read by the app at
 # each request ($API_SERVICE_HOST: the test bed has no cluster DNS).
 tier() {
+  local upstream="" depends=""
+  [ -n "$3" ] && upstream=", \"--upstream=$3\""
+  [ -n "$4" ] && depends=", napwake.dev/depends-on: \"$4\""
   cat <<YAML
 apiVersion: v1
 kind: Service
@@ -158,7 +161,7 @@ kind: Deployment
 metadata:
   name: $1
   labels: {napwake.dev/enabled: "true"}
-  annotations: {napwake.dev/idle-after: "30m"${4:+, napwake.dev/depends-on: "$4"}}
+  annotations: {napwake.dev/idle-after: "30m"$depends}
 spec:
   replicas: 1
   selector: {matchLabels: {app: $1}}
@@ -171,7 +174,7 @@ spec:
         - name: app
           image: $app_image
           imagePullPolicy: IfNotPresent
-          args: ["--startup-delay=3s", "--message=$2"${3:+, "--upstream=$3"}]
+          args: ["--startup-delay=3s", "--message=$2"$upstream]
           readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
           securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
 ---
