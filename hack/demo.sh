@@ -2,7 +2,8 @@
 # make demo: a newcomer watches Napwake's main job.
 #
 #   make demo        bring up the local cluster, install Napwake with its chart, deploy a sample
-#                    app, and narrate: running, pausing, a request held, the app woken, the answer
+#                    app, and narrate: running, pausing, a request held, the app woken, the answer;
+#                    then an environment of three (front → api → db) woken as one by one request
 #   make demo-down   remove it all
 #
 # Against an existing cluster instead of a local one:
@@ -43,6 +44,23 @@ fi
 t0=$(date +%s)
 say() { printf '\n\033[1m[%s +%3ss] %s\033[0m\n' "$(date +%H:%M:%S)" "$(( $(date +%s) - t0 ))" "$*"; }
 note() { printf '            %s\n' "$*"; }
+# client POD URL STATE: GET URL from a client pod running the sample app's
+# get, noting what the STATE function prints whenever it changes, until the
+# pod has finished.
+client() {
+  k delete pod -n "$NS" "$1" --ignore-not-found >/dev/null
+  k run "$1" -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
+    --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
+    -- get --user-agent demo-client/1 "$2" >/dev/null
+  local last="" line done_
+  while :; do
+    line=$("$3")
+    if [ "$line" != "$last" ]; then note "$line"; last=$line; fi
+    done_=$(k get pod -n "$NS" "$1" -o jsonpath='{.status.phase}')
+    [ "$done_" = Succeeded ] || [ "$done_" = Failed ] && break
+    sleep 0.5
+  done
+}
 
 if [ -n "$remote" ]; then
   [ -n "${NAPWAKE_REGISTRY:-}" ] || die "with KUBECONFIG set, give NAPWAKE_REGISTRY=<a registry your cluster pulls from>, or unset KUBECONFIG for a local cluster"
@@ -107,20 +125,12 @@ note "(those endpoints are the doorman pods above; the Service, its ClusterIP an
 
 ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
 say "A client pod sends GET http://$ip/ to the paused app: the doorman holds it and wakes the app"
-k delete pod -n "$NS" client --ignore-not-found >/dev/null
-k run client -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
-  --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
-  -- get --user-agent demo-client/1 "http://$ip/" >/dev/null
-last=""
-while :; do
-  phase=$(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}')
+app_state() {
+  local ready
   ready=$(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')
-  line="phase: $phase, ready pods: ${ready:-0}"
-  if [ "$line" != "$last" ]; then note "$line"; last=$line; fi
-  done_=$(k get pod -n "$NS" client -o jsonpath='{.status.phase}')
-  [ "$done_" = Succeeded ] || [ "$done_" = Failed ] && break
-  sleep 0.5
-done
+  echo "phase: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}'), ready pods: ${ready:-0}"
+}
+client client "http://$ip/" app_state
 say "The client's answer (one slow response, not an error):"
 k logs -n "$NS" client | sed 's/^/            /'
 note "woken by: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.lastActivitySource}')   (the doorman stamped napwake.dev/last-request)"
@@ -130,6 +140,69 @@ k get events -n "$NS" --field-selector involvedObject.kind=ManagedWorkload --sor
 say "kubectl napwake status"
 CGO_ENABLED=0 go build -trimpath -o bin/kubectl-napwake ./kubectl-napwake
 if [ -n "$remote" ]; then bin/kubectl-napwake status -n "$NS"; else "$here/testbed/cluster.sh" exec "$root/bin/kubectl-napwake" status -n "$NS"; fi | sed 's/^/            /'
+
+plugin() { if [ -n "$remote" ]; then bin/kubectl-napwake "$@"; else "$here/testbed/cluster.sh" exec "$root/bin/kubectl-napwake" "$@"; fi; }
+
+# tier NAME MESSAGE UPSTREAM DEPENDS-ON: one sample app of the environment
+# (Ready 3 s after it starts) and its Service. UPSTREAM is read by the app at
+# each request ($API_SERVICE_HOST: the test bed has no cluster DNS).
+tier() {
+  local upstream="" depends=""
+  [ -n "$3" ] && upstream=", \"--upstream=$3\""
+  [ -n "$4" ] && depends=", napwake.dev/depends-on: \"$4\""
+  cat <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: $1}
+spec: {selector: {app: $1}, ports: [{name: http, port: 80, targetPort: 8080}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: $1
+  labels: {napwake.dev/enabled: "true"}
+  annotations: {napwake.dev/idle-after: "30m"$depends}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+        - name: app
+          image: $app_image
+          imagePullPolicy: IfNotPresent
+          args: ["--startup-delay=3s", "--message=$2"$upstream]
+          readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
+          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+---
+YAML
+}
+phases() { for t in front api db; do printf '%s=%s ' "$t" "$(k get mw -n "$NS" "$t" -o jsonpath='{.status.phase}' 2>/dev/null)"; done; }
+
+say "An environment: front → api → db, each calling the next through its Service; napwake.dev/depends-on declares the chain"
+# Services first, so the pods get the next tier's <NAME>_SERVICE_HOST.
+{ tier db "answer from db" "" ""; tier api "answer from api" 'http://${DB_SERVICE_HOST}/' db; } | k apply -n "$NS" -f - >/dev/null
+tier front "answer from front" 'http://${API_SERVICE_HOST}/' api | k apply -n "$NS" -f - >/dev/null
+deadline=$(( $(date +%s) + 120 ))
+until [ "$(phases)" = "front=Running api=Running db=Running " ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || die "the environment did not come up within 120s: $(phases)"
+  sleep 1
+done
+note "$(phases)"
+for t in front api db; do plugin pause "$t" -n "$NS" --wait >/dev/null; done
+note "paused with kubectl napwake pause --wait: $(phases)"
+
+say "One request to the paused front end wakes all three at once"
+client envclient "http://$(k get svc -n "$NS" front -o jsonpath='{.spec.clusterIP}')/" phases
+say "The front end's answer, with the api's and the db's in it:"
+k logs -n "$NS" envclient | sed 's/^/            /'
+k get events -n "$NS" --field-selector involvedObject.kind=ManagedWorkload,reason=Waking --sort-by=.lastTimestamp \
+  -o custom-columns='OBJECT:.involvedObject.name,MESSAGE:.message' | tail -n 3 | sed 's/^/            /'
+say "kubectl napwake status: the environment together"
+plugin status -n "$NS" | sed 's/^/            /'
 
 say "Done in $(( $(date +%s) - t0 ))s. The cluster stays up for you to explore:"
 if [ -n "$remote" ]; then

@@ -91,6 +91,9 @@ var _ = Describe("Napwake", func() {
 	It("never loses a workload when the operator restarts mid-pause", func() {
 		inNamespace("restart", nil, scenarioOperatorRestartMidPause)
 	})
+	It("wakes a three-tier environment as one, and learns who calls whom", func() {
+		inNamespace("env", nil, scenarioEnvironmentWakesAsOne)
+	})
 	It("drives status, wake --wait and pause --wait with kubectl napwake", func() {
 		inNamespace("cli", nil, scenarioKubectlPlugin)
 	})

@@ -90,6 +90,11 @@ type SampleApp struct {
 	// value SetActivity sets (the sample app's --stand-in-prometheus).
 	StandInPrometheus bool
 	ClusterIP         string // the Service's ClusterIP; empty: the cluster picks
+	// Upstream, if set, is a URL each request to / calls first, its answer
+	// appended (the sample app's --upstream): one tier calling the next.
+	Upstream string
+	// Message is what / answers; empty: the sample app's default.
+	Message string
 }
 
 // Deployment renders the app's Deployment: a readiness probe on /ready,
@@ -108,6 +113,12 @@ func (a SampleApp) Deployment() *appsv1.Deployment {
 	}
 	if a.StandInPrometheus {
 		args = append(args, "--stand-in-prometheus")
+	}
+	if a.Upstream != "" {
+		args = append(args, "--upstream="+a.Upstream)
+	}
+	if a.Message != "" {
+		args = append(args, "--message="+a.Message)
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels, Annotations: a.Annotations},

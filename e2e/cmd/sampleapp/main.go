@@ -6,6 +6,10 @@
 // and as a stand-in Prometheus (`--stand-in-prometheus`) whose every instant
 // query answers one value the suite sets, for the activity-query scenario,
 // and as a TLS-terminating front (`--tls-front`) for the asking scenarios.
+// With --upstream it is one tier of an environment: each request to / calls
+// the upstream URL (another sample app's Service) and answers with its own
+// line followed by the upstream's answer, so a front end's answer shows the
+// whole chain, for the dependencies scenario.
 package main
 
 import (
@@ -39,6 +43,8 @@ func serve() error {
 	greet := flag.String("greet-listen", "", "if set, a raw TCP address that greets each connection first")
 	startup := flag.Duration("startup-delay", time.Second, "time before /ready passes, as a real app's start-up")
 	message := flag.String("message", "hello from the sample app", "what / answers")
+	upstream := flag.String("upstream", "", "if set, a URL each request to / calls first, its answer appended to this one's; $VAR and ${VAR} are read from the environment at each request (a Service's <NAME>_SERVICE_HOST)")
+	upstreamTimeout := flag.Duration("upstream-timeout", 3*time.Minute, "give up on the upstream after this long (the doorman may hold the call while it wakes)")
 	promStandIn := flag.Bool("stand-in-prometheus", false, "also answer Prometheus instant queries (/api/v1/query) with the value /set-activity?value=N sets (0 at start)")
 	front := flag.String("tls-front", "", "instead of the app: end TLS on --listen and pass every request on to this http:// upstream, Host unchanged")
 	cert := flag.String("tls-cert", "", "--tls-front's certificate, PEM")
@@ -64,7 +70,17 @@ func serve() error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Sampleapp-Pod", host)
-		fmt.Fprintf(w, "%s (pod %s, up %s)\n", *message, host, time.Since(started).Round(time.Millisecond))
+		own := fmt.Sprintf("%s (pod %s, up %s)\n", *message, host, time.Since(started).Round(time.Millisecond))
+		if *upstream == "" {
+			fmt.Fprint(w, own)
+			return
+		}
+		body, err := callUpstream(r.Context(), os.ExpandEnv(*upstream), *upstreamTimeout)
+		if err != nil {
+			http.Error(w, own+"upstream: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		fmt.Fprint(w, own+"> "+body)
 	})
 	if *promStandIn {
 		standInPrometheus(mux)
@@ -91,6 +107,31 @@ func serve() error {
 		return err
 	}
 	return nil
+}
+
+// callUpstream GETs url and returns its body, failing on a status other
+// than 200.
+func callUpstream(ctx context.Context, url string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("calling %s: %w", url, err)
+	}
+	req.Header.Set("User-Agent", "sampleapp-upstream/1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("calling %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s answered %s: %s", url, resp.Status, body)
+	}
+	return string(body), nil
 }
 
 // standInPrometheus answers every instant query (GET /api/v1/query, as

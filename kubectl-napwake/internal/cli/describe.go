@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -41,9 +42,45 @@ func (o *Options) runDescribe(ctx context.Context, name string, out *outputFlags
 		// Without permission to read events the rest still describes it.
 		events = nil
 	}
-	render.Describe(o.IO.Out, mw, events, o.renderOptions(false))
+	render.DescribeWith(o.IO.Out, mw, events, s.dependenciesOf(ctx, mw), o.renderOptions(false))
 	return nil
 }
+
+// dependenciesOf reads the ManagedWorkloads mw depends on, declared and
+// learned, keyed "namespace/name": nil for one that does not exist, left out
+// for one it may not read (another namespace), so describe shows no state.
+func (s *session) dependenciesOf(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) map[string]*napwakev1alpha1.ManagedWorkload {
+	out := map[string]*napwakev1alpha1.ManagedWorkload{}
+	var keys []client.ObjectKey
+	for _, d := range mw.Spec.Dependencies {
+		ns := d.Namespace
+		if ns == "" {
+			ns = mw.Namespace
+		}
+		keys = append(keys, client.ObjectKey{Namespace: ns, Name: d.Name})
+	}
+	if l := mw.Status.Dependencies; l != nil {
+		for _, d := range l.Learned {
+			keys = append(keys, client.ObjectKey{Namespace: d.Namespace, Name: d.Name})
+		}
+	}
+	for _, k := range keys {
+		if _, done := out[k.String()]; done || len(out) >= maxDescribedDependencies {
+			continue
+		}
+		dep := &napwakev1alpha1.ManagedWorkload{}
+		switch err := s.c.Get(ctx, k, dep); {
+		case err == nil:
+			out[k.String()] = dep
+		case apierrors.IsNotFound(err):
+			out[k.String()] = nil
+		}
+	}
+	return out
+}
+
+// maxDescribedDependencies bounds the reads describe makes for one workload.
+const maxDescribedDependencies = 32
 
 // getWorkload connects and reads the ManagedWorkload name in the namespace.
 func (o *Options) getWorkload(ctx context.Context, name string) (*session, *napwakev1alpha1.ManagedWorkload, error) {

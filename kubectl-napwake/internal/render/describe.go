@@ -18,9 +18,17 @@ import (
 const maxEvents = 10
 
 // Describe renders `kubectl napwake describe`: the workload's clock (last
-// activity, its source, when it pauses), its routes and doorman ports, why it
-// is not routed, its dependencies and its recent events.
+// activity, its source, when it pauses or who keeps it awake), its routes
+// and doorman ports, why it is not routed, its dependencies and its recent
+// events. It knows nothing of the dependencies' own state; DescribeWith does.
 func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
+	DescribeWith(w, mw, events, nil, o)
+}
+
+// DescribeWith is Describe with the dependencies' ManagedWorkloads, keyed
+// "namespace/name" (nil for one that does not exist), so each edge shows its
+// dependency's phase.
+func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, deps map[string]*napwakev1alpha1.ManagedWorkload, o Options) {
 	s := mw.Status
 	kv := table{}
 	kv.add(txt("Name:"), txt(mw.Name))
@@ -53,6 +61,8 @@ func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.
 	switch {
 	case s.Phase == napwakev1alpha1.PhaseRunning && s.PauseAt != nil:
 		pauseAt = stamp(s.PauseAt.Time) + " (in " + until(o.Now, s.PauseAt.Time) + ")"
+	case s.Phase == napwakev1alpha1.PhaseRunning && HeldBy(mw) != "":
+		pauseAt = "not while " + HeldBy(mw)
 	case s.Phase != napwakev1alpha1.PhaseRunning && s.Phase != "":
 		pauseAt = "not running"
 	}
@@ -98,7 +108,7 @@ func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.
 		fmt.Fprintf(w, "Turned away this pause: %s\n", plural(n, "request"))
 	}
 
-	describeDependencies(w, mw, o)
+	describeDependencies(w, mw, deps, o)
 	describeConditions(w, s.Conditions, o)
 	describeEvents(w, eventsFor(mw, events), o)
 }
@@ -115,28 +125,6 @@ func idleLevel(u *napwakev1alpha1.UsageStatus) string {
 		}
 	}
 	return fmt.Sprintf("%dm, busy from %dm (learned over %s of the last day)", u.IdleMilliCPU, u.BusyAboveMilliCPU, plural(int64(hours), "hour"))
-}
-
-func describeDependencies(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, o Options) {
-	fmt.Fprintln(w, "Dependencies:")
-	dt := table{indent: "  "}
-	for _, d := range mw.Spec.Dependencies {
-		ns := d.Namespace
-		if ns == "" {
-			ns = mw.Namespace
-		}
-		dt.add(txt(ns+"/"+d.Name), txt("declared"))
-	}
-	if l := mw.Status.Dependencies; l != nil {
-		for _, d := range l.Learned {
-			dt.add(txt(d.Namespace+"/"+d.Name), txt("learned, last seen "+since(o.Now, &d.LastSeen.Time)+" ago"))
-		}
-	}
-	if len(dt.rows) == 0 {
-		fmt.Fprintln(w, "  none")
-		return
-	}
-	dt.write(w, o)
 }
 
 func describeConditions(w io.Writer, conds []metav1.Condition, o Options) {

@@ -124,8 +124,9 @@ func ReplicaHoursPaused(mws []napwakev1alpha1.ManagedWorkload, now time.Time) (h
 	return hours, workloads, replicas
 }
 
-// Status renders `kubectl napwake status`: one row per workload, then the
-// workloads needing attention, those that turned requests away this pause,
+// Status renders `kubectl napwake status`: one row per workload, each
+// environment together (a workload, then its dependencies under it, indented,
+// with who keeps them awake), then the workloads needing attention, those that turned requests away this pause,
 // and the replica-hours paused. namespace names the namespace listed, for the
 // empty message; it is ignored with AllNamespaces.
 func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.Event, namespace string, o Options) {
@@ -150,8 +151,9 @@ func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.
 		hc = append(hc, txt(h))
 	}
 	t.add(hc...)
-	for i := range mws {
-		t.add(statusRow(&mws[i], o)...)
+	order, depth := environments(mws)
+	for _, i := range order {
+		t.add(statusRow(&mws[i], depth[i], o)...)
 	}
 	t.write(w, o)
 
@@ -187,7 +189,7 @@ func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.
 		hours, plural(int64(n), "workload"), plural(int64(replicas), "replica"))
 }
 
-func statusRow(mw *napwakev1alpha1.ManagedWorkload, o Options) []cell {
+func statusRow(mw *napwakev1alpha1.ManagedWorkload, depth int, o Options) []cell {
 	s := mw.Status
 	kept, forDur := "-", "-"
 	switch s.Phase {
@@ -205,8 +207,15 @@ func statusRow(mw *napwakev1alpha1.ManagedWorkload, o Options) []cell {
 	if s.ResumedAt != nil {
 		resumed = since(o.Now, &s.ResumedAt.Time) + " ago"
 	}
+	name := mw.Name
+	if depth > 0 {
+		name = strings.Repeat("  ", depth-1) + "└ " + name
+	}
+	if held := HeldBy(mw); held != "" {
+		forDur += " (" + held + ")"
+	}
 	row := []cell{
-		txt(mw.Name),
+		txt(name),
 		phaseCell(s.Phase),
 		txt(string(mw.Spec.TargetRef.Kind) + "/" + mw.Spec.TargetRef.Name),
 		txt(kept),

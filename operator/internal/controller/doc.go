@@ -27,6 +27,13 @@
 //   - usage.go: the Usage and Queries signals' interfaces, and Usage from
 //     metrics.k8s.io, judged against the idle level package idlelevel learns.
 //   - router.go: the Router interface, the seam to package routing.
-//   - index.go: the IndexTargetRef field index, which the manager adds once.
+//   - dependencies.go: the dependency graph (package deps) fed from the
+//     ManagedWorkload and Namespace informers, a new wake's plan enqueued,
+//     what a workload's dependents say to its cycle (woken by, held,
+//     released), and the Dependencies condition with its one-time event.
+//   - learn.go: learned dependencies from napwake.dev/last-request-from,
+//     recorded on the caller's status.
+//   - index.go: the IndexTargetRef and IndexPodIP field indexes, which the
+//     manager adds once.
 //   - optin.go: the opt-in reconciler.
 package controller

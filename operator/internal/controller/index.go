@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -28,6 +29,32 @@ func IndexManagedWorkloads(ctx context.Context, indexer client.FieldIndexer) err
 	})
 	if err != nil {
 		return fmt.Errorf("indexing ManagedWorkloads by %s: %w", IndexTargetRef, err)
+	}
+	return nil
+}
+
+// IndexPodIP indexes Pods by each of their IPs. It is the name of the API
+// server's own Pod field selector, so a List by it works against the cache
+// (every IP) and against the API server alike (the primary IP).
+const IndexPodIP = "status.podIP"
+
+// IndexPods adds the IndexPodIP index, by which napwake.dev/last-request-from
+// is mapped to the calling Pod. The manager calls it once, with
+// IndexManagedWorkloads.
+func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodIP, func(o client.Object) []string {
+		p := o.(*corev1.Pod)
+		ips := make([]string, 0, len(p.Status.PodIPs))
+		for _, ip := range p.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+		if len(ips) == 0 && p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+		return ips
+	})
+	if err != nil {
+		return fmt.Errorf("indexing Pods by %s: %w", IndexPodIP, err)
 	}
 	return nil
 }

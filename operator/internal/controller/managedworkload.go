@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -21,6 +24,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/metrics"
 )
 
@@ -57,8 +61,15 @@ type ManagedWorkloadReconciler struct {
 	// SyncPeriod bounds how long a reconcile may be put off when nothing
 	// changes (idle clocks, the usage signal).
 	SyncPeriod time.Duration
+	// Graph is the dependency graph (package deps), fed from the
+	// ManagedWorkload and Namespace informers; nil makes one on first use.
+	Graph *deps.Graph
 
 	superseded supersededVersions
+	graphOnce  sync.Once
+	// taught remembers the last last-request-from each workload learned
+	// from (deps.Key → string), so a reconcile looks it up once.
+	taught sync.Map
 }
 
 var _ reconcile.Reconciler = (*ManagedWorkloadReconciler)(nil)
@@ -66,7 +77,9 @@ var _ reconcile.Reconciler = (*ManagedWorkloadReconciler)(nil)
 // SetupWithManager registers the reconciler and its watches: its
 // ManagedWorkloads, and Deployments and StatefulSets mapped to the
 // ManagedWorkloads targeting them through the IndexTargetRef index, which
-// the manager adds first (IndexManagedWorkloads).
+// the manager adds first (IndexManagedWorkloads, IndexPods). Every
+// ManagedWorkload event (status too) and every Namespace event also feeds
+// the dependency graph, which enqueues the workloads a change moves.
 func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.APIReader == nil || r.Clock == nil || r.Recorder == nil || r.Router == nil || r.Metrics == nil {
 		return errors.New("ManagedWorkloadReconciler needs Client, APIReader, Clock, Recorder, Router and Metrics")
@@ -77,6 +90,8 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}))).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindDeployment))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindStatefulSet))).
+		Watches(&napwakev1alpha1.ManagedWorkload{}, r.graphHandler()).
+		Watches(&corev1.Namespace{}, r.namespaceHandler()).
 		Complete(r)
 }
 
@@ -106,6 +121,10 @@ func (r *ManagedWorkloadReconciler) mapTarget(kind napwakev1alpha1.TargetKind) h
 func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	mw := &napwakev1alpha1.ManagedWorkload{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mw); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.graph().Delete(req.NamespacedName, r.Clock.Now())
+			r.taught.Delete(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("managedWorkload", klog.KObj(mw)))
@@ -114,10 +133,12 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 		// deciding from it would only end in a conflict.
 		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
 	}
+	r.observe(mw)
 	if !mw.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, mw)
 	}
 	s := &run{r: r, mw: mw}
+	s.learn(ctx)
 	defer s.remember()
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
 		base := mw.DeepCopy()
@@ -156,17 +177,20 @@ type run struct {
 	usage *napwakev1alpha1.UsageStatus
 	// saved is what an ending pause saved, added by the next status write.
 	saved *napwakev1alpha1.SavingsStatus
+	// hold is what holds the workload awake, as of this reconcile.
+	hold deps.Hold
 }
 
 // steps asks decide.Next for a step and takes it, until it says Wait.
 func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 	r, mw := s.r, s.mw
 	busy, queryActive, sig := s.signals(ctx)
+	dependents := s.dependents(r.Clock.Now())
 	for range maxStepsPerReconcile {
 		in := decide.Input{
 			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
 			Annotations: decide.MergeAnnotations(mw.Annotations, s.t.annotations), Busy: busy, QueryActive: queryActive,
-			Target: s.t.observed(), Routed: s.routed, Unrouted: s.unrouted,
+			Target: s.t.observed(), Routed: s.routed, Unrouted: s.unrouted, Dependents: dependents,
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)

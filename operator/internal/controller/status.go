@@ -25,8 +25,9 @@ import (
 // The status of a ManagedWorkload has three writers, each owning its fields:
 //
 //   - this reconciler: phase, pause, lastActivity(Source), pauseAt,
-//     resumedAt, observedGeneration, and the TargetAvailable and
-//     ActivitySignals conditions;
+//     resumedAt, observedGeneration, dependencies (learned on the caller's
+//     reconcile's behalf by the callee's, see learn.go), and the
+//     TargetAvailable, ActivitySignals and Dependencies conditions;
 //   - the Router: status.doorman and the WakeOnRequest condition;
 //   - the doorman: the napwake.dev/turned-away annotation, which this
 //     reconciler copies into status.turnedAway (turnedaway.go).
@@ -65,6 +66,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	})
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
 	gitOpsWarned := s.setGitOps(now)
+	refusal := s.setDependencies(now)
 	if equalStatus(base, mw) {
 		return nil
 	}
@@ -78,6 +80,8 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
 			napwakev1alpha1.EventReplicasManagedByGitOps, "%s", gitOpsWarned)
 	}
+	s.r.observe(mw)
+	s.refused(refusal)
 	return nil
 }
 
@@ -130,7 +134,8 @@ func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
 	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
 		turnedAwayEqual(a.Status.TurnedAway, b.Status.TurnedAway) &&
 		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && equality.Semantic.DeepEqual(a.Status.Usage, b.Status.Usage) &&
-		equality.Semantic.DeepEqual(a.Status.Savings, b.Status.Savings)
+		equality.Semantic.DeepEqual(a.Status.Savings, b.Status.Savings) &&
+		learnedEqual(a.Status.Dependencies, b.Status.Dependencies)
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {

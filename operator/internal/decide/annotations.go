@@ -19,6 +19,9 @@ func newestActivity(in Input, now time.Time) signal {
 			out = signal{at: at, source: c.source}
 		}
 	}
+	if d := in.Dependents; asleep(in.State.Phase) && d.WokeAt.Truncate(time.Second).After(out.at) && !d.WokeAt.After(now.Add(MaxClockSkew)) {
+		out = signal{at: d.WokeAt.Truncate(time.Second), source: napwakev1alpha1.SourceDependent, by: d.WokenBy}
+	}
 	switch {
 	case !now.After(out.at):
 	case in.QueryActive: // named in the spec: it wins over the default signal
@@ -27,6 +30,11 @@ func newestActivity(in Input, now time.Time) signal {
 		out = signal{at: now, source: napwakev1alpha1.SourceUsage}
 	}
 	return out
+}
+
+// asleep says a dependent's wake is read in this phase: Paused or Pausing.
+func asleep(p napwakev1alpha1.Phase) bool {
+	return p == napwakev1alpha1.PhasePaused || p == napwakev1alpha1.PhasePausing
 }
 
 // parseTime reads an acting annotation's RFC 3339 time, truncated to the

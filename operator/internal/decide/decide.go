@@ -35,6 +35,13 @@
 // once a reconcile (Input.Routed, Input.Unrouted): both are safe to repeat,
 // so a crash after either only repeats it.
 //
+// Dependents (design.md sections 6 and 7) enter through Input.Dependents:
+// a dependent's wake that reaches the workload wakes it while Paused or
+// Pausing (source "dependent", the event naming who); a declared dependent
+// that is awake holds a Running workload up (no idle pause, pauseAt
+// cleared); and once released its idle clock counts from the release. The
+// reconciler works these out with package deps.
+//
 // Times are compared at whole seconds, as the API stores them.
 package decide
 
@@ -105,6 +112,34 @@ type Input struct {
 	// at most once a reconcile. Neither is persisted: a new reconcile (after
 	// a crash too) asks again, and the router makes the same routes.
 	Routed, Unrouted bool
+	// Dependents are what the workload's dependents say (design.md
+	// section 7); the zero value says nothing.
+	Dependents Dependents
+}
+
+// Dependents is what a workload's dependents say to its cycle.
+type Dependents struct {
+	// WokeAt is when a dependent whose wake reaches this workload began
+	// that wake; zero when none did since the pause began. It wakes a
+	// Paused workload and calls off a pause (source "dependent"); it is
+	// not read while Running or Resuming, so it never overwrites the
+	// source of a workload's own wake.
+	WokeAt time.Time
+	// WokenBy names that dependent for the event: "preview-42/front
+	// (through preview-42/api)".
+	WokenBy string
+	// Held is true while a declared dependent is awake: a Running workload
+	// is not paused for idleness, and its pauseAt is cleared (a cleared
+	// pauseAt is how the graph knows it is awake only because it is held).
+	Held bool
+	// HeldUntil, when not zero, is when the hold may end with nothing
+	// else changing: Wait comes back then.
+	HeldUntil time.Time
+	// ReleasedAt is when the last holder stopped being awake: while
+	// Running and not held, the idle clock counts from the later of
+	// lastActivity and this. It is not activity: it moves no
+	// lastActivity, calls off no pause and wakes nothing.
+	ReleasedAt time.Time
 }
 
 // Kind is what a Step does.
@@ -186,6 +221,17 @@ const (
 type signal struct {
 	at     time.Time
 	source string
+	// by names who, for a dependent's wake.
+	by string
+}
+
+// who is how an event names the signal: "request", or "dependent
+// preview-42/front".
+func (s signal) who() string {
+	if s.by == "" {
+		return s.source
+	}
+	return s.source + " " + s.by
 }
 
 // Next returns the one step to take next. Callers handle a target that is
@@ -267,7 +313,13 @@ func running(in Input, now time.Time, latest signal) Step {
 			next.LastActivity, next.LastActivitySource = now, napwakev1alpha1.SourceCreated
 		}
 	}
-	next.PauseAt = next.LastActivity.Add(in.IdleAfter)
+	next.PauseAt = idleUntil(in, next.LastActivity)
+	if in.Dependents.Held {
+		if !next.Equal(in.State) {
+			return Step{Kind: PatchStatus, State: next}
+		}
+		return Step{Kind: Wait, RequeueAfter: positive(in.Dependents.HeldUntil.Sub(now))}
+	}
 	if !now.Before(next.PauseAt) {
 		return startPause(in, next, now, napwakev1alpha1.PauseIdle)
 	}
@@ -275,6 +327,26 @@ func running(in Input, now time.Time, latest signal) Step {
 		return Step{Kind: PatchStatus, State: next}
 	}
 	return Step{Kind: Wait, RequeueAfter: next.PauseAt.Sub(now)}
+}
+
+// idleUntil is the Running pauseAt for lastActivity: idleAfter from the
+// later of it and the last holder's release, or zero while held.
+func idleUntil(in Input, lastActivity time.Time) time.Time {
+	if in.Dependents.Held {
+		return time.Time{}
+	}
+	from := lastActivity
+	if r := in.Dependents.ReleasedAt.Truncate(time.Second); r.After(from) {
+		from = r
+	}
+	return from.Add(in.IdleAfter)
+}
+
+func positive(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d
 }
 
 func pauseRequested(in Input, now time.Time) (Step, bool) {
@@ -308,7 +380,7 @@ func pausing(in Input, now time.Time, latest signal) Step {
 	}
 	if inPause(latest, st.Pause) {
 		s := startWake(in, now, latest)
-		s.Event = normal(napwakev1alpha1.EventPauseCalledOff, "Pause called off by "+latest.source+"; restoring "+itoa(WantReplicas(st.Pause))+" replicas")
+		s.Event = normal(napwakev1alpha1.EventPauseCalledOff, "Pause called off by "+latest.who()+"; restoring "+itoa(WantReplicas(st.Pause))+" replicas")
 		return s
 	}
 	t := in.Target
@@ -375,7 +447,7 @@ func startWake(in Input, now time.Time, why signal) Step {
 		next.LastActivity, next.LastActivitySource = why.at, why.source
 	}
 	return Step{Kind: PatchStatus, State: next, Woken: why.source, PausedFor: now.Sub(in.State.Pause.StartedAt.Time),
-		Event: normal(napwakev1alpha1.EventWaking, "Waking, woken by "+why.source+": restoring "+itoa(WantReplicas(in.State.Pause))+" replicas")}
+		Event: normal(napwakev1alpha1.EventWaking, "Waking, woken by "+why.who()+": restoring "+itoa(WantReplicas(in.State.Pause))+" replicas")}
 }
 
 func resuming(in Input, now time.Time, latest signal) Step {
@@ -400,8 +472,8 @@ func resuming(in Input, now time.Time, latest signal) Step {
 		return Step{Kind: Unroute}
 	}
 	next.Phase = napwakev1alpha1.PhaseRunning
-	next.PauseAt = next.LastActivity.Add(in.IdleAfter)
-	if next.PauseAt.Before(now) {
+	next.PauseAt = idleUntil(in, next.LastActivity)
+	if !in.Dependents.Held && next.PauseAt.Before(now) {
 		// A wake counts as activity: never pause again the moment it is up.
 		next.PauseAt = now.Add(in.IdleAfter)
 		next.LastActivity = now

@@ -32,18 +32,46 @@ func withPhase(s State, p napwakev1alpha1.Phase, ps *napwakev1alpha1.PauseStatus
 
 var up = Target{Found: true, Replicas: 2, StatusReplicas: 2, ReadyReplicas: 2}
 
+// cycleStates are a workload Paused for 10 minutes, one Pausing for 10
+// seconds and one Resuming for 5, each saving 2 replicas.
+func cycleStates() (paused, pausing, resuming State) {
+	paused = withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePaused, pause(-10*time.Minute, 2, napwakev1alpha1.PauseIdle))
+	pausing = withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePausing, pause(-10*time.Second, 2, napwakev1alpha1.PauseIdle))
+	resuming = paused
+	resuming.Phase, resuming.ResumedAt = napwakev1alpha1.PhaseResuming, at(-5*time.Second)
+	return paused, pausing, resuming
+}
+
+// nextCase is one table row of Next: a sentence, the input, the check.
+type nextCase struct {
+	name  string
+	in    Input
+	check func(t *testing.T, s Step)
+}
+
+// runNext runs each case at t0 plus sub-second noise, with the created
+// time and a 30m idleAfter unless the case sets its own.
+func runNext(t *testing.T, cases []nextCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Now = t0.Add(400 * time.Millisecond) // sub-second noise must not matter
+			if tc.in.Created.IsZero() {
+				tc.in.Created = created
+			}
+			if tc.in.IdleAfter == 0 {
+				tc.in.IdleAfter = 30 * time.Minute
+			}
+			tc.check(t, Next(tc.in))
+		})
+	}
+}
+
 func TestNext(t *testing.T) {
-	pausedState := withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePaused, pause(-10*time.Minute, 2, napwakev1alpha1.PauseIdle))
-	pausingState := withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePausing, pause(-10*time.Second, 2, napwakev1alpha1.PauseIdle))
-	resumingState := pausedState
-	resumingState.Phase, resumingState.ResumedAt = napwakev1alpha1.PhaseResuming, at(-5*time.Second)
+	pausedState, pausingState, resumingState := cycleStates()
 	zero := Target{Found: true}
 
-	for _, tc := range []struct {
-		name  string
-		in    Input
-		check func(t *testing.T, s Step)
-	}{
+	runNext(t, []nextCase{
 		{
 			name: "a new workload is Running from now with pauseAt idleAfter away",
 			in:   Input{State: State{}, Target: up},
@@ -354,18 +382,7 @@ func TestNext(t *testing.T) {
 			in:    Input{State: pausedState, Annotations: map[string]string{napwakev1alpha1.AnnotationWakeRequested: stamp(0)}},
 			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait) },
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.in.Now = t0.Add(400 * time.Millisecond) // sub-second noise must not matter
-			if tc.in.Created.IsZero() {
-				tc.in.Created = created
-			}
-			if tc.in.IdleAfter == 0 {
-				tc.in.IdleAfter = 30 * time.Minute
-			}
-			tc.check(t, Next(tc.in))
-		})
-	}
+	})
 }
 
 func TestRestore(t *testing.T) {

@@ -73,6 +73,20 @@ func BenchmarkHoldInAnAwakeEnvironment(b *testing.B) {
 	}
 }
 
+// BenchmarkWokenByInAPausedEnvironment is what each paused member's
+// reconcile asks: did a dependent's wake reach it? Its whole environment is
+// walked backwards, and none woke.
+func BenchmarkWokenByInAPausedEnvironment(b *testing.B) {
+	g := benchGraph(b)
+	of := Key{Namespace: "env-42", Name: "m7"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := g.WokenBy(of, t0); ok {
+			b.Fatal("woken")
+		}
+	}
+}
+
 // BenchmarkUpsertOneOf2000 is the incremental update one informer event
 // costs: a member pausing and waking, each returning what to enqueue.
 func BenchmarkUpsertOneOf2000(b *testing.B) {

@@ -93,11 +93,13 @@ func FuzzCallerOf(f *testing.F) {
 // panic or a walk that does not end (cycles of every shape); a wake plan
 // that lists the origin, a workload twice, a workload no honoured path
 // reaches, or misses one; a refused edge whose target wakes; a hold the
-// definition in the package doc does not give, or one it gives missed.
+// definition in the package doc does not give, or one it gives missed; a
+// dependent's wake found (WokenBy) that no wake plan gives, or one missed.
 func FuzzGraph(f *testing.F) {
 	f.Add([]byte{0, 0, 0b10, 0, 0, 1, 0b1, 0})                       // a two-member cycle
 	f.Add([]byte{0, 0, 0b10, 0b100, 8, 1, 0b100, 0, 3, 2, 1, 0})     // a chain, a namespace
 	f.Add([]byte{0, 4, 0xff, 0xff, 2, 4, 0, 0, 0x20, 3, 0b10000, 0}) // everything, a deletion
+	f.Add([]byte{0x20, 0, 0b10, 0b100, 0, 1, 0, 0, 8, 2, 0, 0})      // a woken chain with a learned edge
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 4*64 {
 			return
@@ -109,6 +111,7 @@ func FuzzGraph(f *testing.F) {
 		for _, x := range m.keys {
 			m.checkWake(t, x)
 			m.checkHold(t, x)
+			m.checkWokenBy(t, x)
 		}
 	})
 }

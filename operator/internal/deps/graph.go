@@ -32,14 +32,26 @@ type Node struct {
 	// the first time the graph sees the workload: after that the graph
 	// records the moment it sees the workload stop being awake.
 	PausedSince time.Time
+	// ResumedAt is when its last wake began (status.resumedAt): a wake
+	// after a dependency's pause began wakes that dependency (WokenBy).
+	ResumedAt time.Time
+	// AsDependent is true when its last wake was a dependent's
+	// (status.lastActivitySource "dependent"): WokenBy names the wake's
+	// origin, not a dependency woken with it, where it can.
+	AsDependent bool
 }
 
 // NodeFrom reads a Node from a ManagedWorkload: spec.dependencies,
 // status.dependencies.learned, status.phase, status.pauseAt as IdleUntil
 // (so the reconciler must not move pauseAt while the workload is held; it
-// may clear it) and status.pause.startedAt as PausedSince.
+// may clear it), status.pause.startedAt as PausedSince, status.resumedAt
+// and whether status.lastActivitySource is "dependent".
 func NodeFrom(mw *napwakev1alpha1.ManagedWorkload) Node {
-	n := Node{Declared: mw.Spec.Dependencies, Phase: mw.Status.Phase}
+	n := Node{Declared: mw.Spec.Dependencies, Phase: mw.Status.Phase,
+		AsDependent: mw.Status.LastActivitySource == napwakev1alpha1.SourceDependent}
+	if mw.Status.ResumedAt != nil {
+		n.ResumedAt = mw.Status.ResumedAt.Time
+	}
 	if d := mw.Status.Dependencies; d != nil {
 		n.Learned = d.Learned
 	}
@@ -76,6 +88,9 @@ type node struct {
 	self      bool  // it declares a dependency on itself
 	phase     napwakev1alpha1.Phase
 	idleUntil time.Time
+	// resumedAt and asDependent are Node's ResumedAt and AsDependent.
+	resumedAt   time.Time
+	asDependent bool
 	// released is the latest time a declared dependent stopped being awake
 	// (paused, went away or dropped the edge) as far as the graph saw.
 	released   time.Time
@@ -240,6 +255,7 @@ func (g *Graph) Upsert(key Key, n Node, now time.Time) []Key {
 	g.link(key, nd.learned, learned, learnedBy)
 	nd.exists, nd.declared, nd.learned, nd.self = true, declared, learned, self
 	nd.phase, nd.idleUntil = n.Phase, n.IdleUntil
+	nd.resumedAt, nd.asDependent = n.ResumedAt, n.AsDependent
 
 	out := map[Key]struct{}{}
 	if !existed {

@@ -15,10 +15,11 @@ type model struct {
 	keys  []Key
 	nodes map[Key]w // w.deps and w.learned hold full keys here
 	allow map[string]Allow
+	woke  map[Key]bool // began a wake at t0 (status.resumedAt)
 }
 
 func newModel() *model {
-	m := &model{g: NewGraph(), nodes: map[Key]w{}, allow: map[string]Allow{}}
+	m := &model{g: NewGraph(), nodes: map[Key]w{}, allow: map[string]Allow{}, woke: map[Key]bool{}}
 	for _, ns := range []string{"p", "q"} {
 		for i := range 4 {
 			m.keys = append(m.keys, Key{Namespace: ns, Name: name(i)})
@@ -28,8 +29,8 @@ func newModel() *model {
 }
 
 // apply reads one operation: op's low two bits say which (0, 1 upsert; 2
-// delete; 3 namespace q's allowance), its next bits the phase and idle
-// deadline; x the workload; the masks which of the eight it declares and
+// delete; 3 namespace q's allowance), its next bits the phase, the idle
+// deadline and whether it began a wake at t0; x the workload; the masks which of the eight it declares and
 // learns.
 func (m *model) apply(op, x, declared, learned byte) {
 	k := m.keys[int(x)%len(m.keys)]
@@ -37,6 +38,7 @@ func (m *model) apply(op, x, declared, learned byte) {
 	case 2:
 		m.g.Delete(k, t0)
 		delete(m.nodes, k)
+		delete(m.woke, k)
 	case 3:
 		a := []Allow{{}, AllowNamespaces("p"), AllowAny()}[int(declared)%3]
 		m.g.SetNamespace("q", a)
@@ -54,8 +56,12 @@ func (m *model) apply(op, x, declared, learned byte) {
 				n.learned = append(n.learned, to.String())
 			}
 		}
-		m.g.Upsert(k, n.node(), t0)
-		m.nodes[k] = n
+		node := n.node()
+		if op&0x20 != 0 {
+			node.ResumedAt = t0
+		}
+		m.g.Upsert(k, node, t0)
+		m.nodes[k], m.woke[k] = n, op&0x20 != 0
 	}
 }
 
@@ -157,5 +163,33 @@ func (m *model) checkHold(t *testing.T, x Key) {
 	slices.SortFunc(by, compareKeys)
 	if !slices.Equal(h.By, by) || !slices.Equal(h.Roots, roots) || h.Held != (len(by) > 0) {
 		t.Fatalf("hold of %v: got by %v roots %v, want by %v roots %v", x, h.By, h.Roots, by, roots)
+	}
+}
+
+// checkWokenBy checks WokenBy against Wake: x is found woken (since a
+// minute before t0) exactly when some workload that began a wake at t0 has
+// x in its wake plan, and the origin named is one of those.
+func (m *model) checkWokenBy(t *testing.T, x Key) {
+	t.Helper()
+	var wakers []Key
+	for k, woke := range m.woke {
+		if !woke || k == x {
+			continue
+		}
+		for _, tg := range m.g.Wake(k).Wake {
+			if tg.Key == x {
+				wakers = append(wakers, k)
+			}
+		}
+	}
+	got, ok := m.g.WokenBy(x, t0.Add(-time.Minute))
+	if _, exists := m.nodes[x]; !exists {
+		if ok {
+			t.Fatalf("WokenBy(%v) of a workload that does not exist: %v", x, got)
+		}
+		return
+	}
+	if ok != (len(wakers) > 0) || (ok && !slices.Contains(wakers, got.Origin)) {
+		t.Fatalf("WokenBy(%v) = %v, %v; the wakes whose plans reach it: %v", x, got, ok, wakers)
 	}
 }

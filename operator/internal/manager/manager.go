@@ -149,6 +149,9 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err := controller.IndexManagedWorkloads(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	if err := controller.IndexPods(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(opts.REST)
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)

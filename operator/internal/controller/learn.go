@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/deps"
+)
+
+// learn records a learned dependency (design.md section 7): the doorman
+// wrote napwake.dev/last-request-from on this workload (the callee) when a
+// request woke it; if that address was certainly a Running Pod of another
+// managed workload (the caller) at the request's time, the edge caller →
+// callee goes on the caller's status.dependencies.learned, with lastSeen
+// the request's time. Each last-request-from is looked at once. Failing to
+// learn never holds up the callee's own reconcile: it is logged and tried
+// again soon.
+func (s *run) learn(ctx context.Context) {
+	mw := s.mw
+	from := mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom]
+	if from == "" {
+		return
+	}
+	at, err := time.Parse(time.RFC3339Nano, mw.Annotations[napwakev1alpha1.AnnotationLastRequest])
+	if err != nil {
+		return // no time to tell which Pod held the address then
+	}
+	key := deps.KeyOf(mw)
+	memo := from + "@" + at.UTC().Format(time.RFC3339Nano)
+	if done, ok := s.r.taught.Load(key); ok && done == memo {
+		return
+	}
+	caller, err := s.r.callerOf(ctx, from, at, key)
+	if err == nil && caller.Found() {
+		err = s.r.teach(ctx, caller.Workload, key, at)
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Learning a dependency from "+napwakev1alpha1.AnnotationLastRequestFrom, "from", from)
+		s.keepSoonest(conflictRetry)
+		return
+	}
+	if !caller.Found() {
+		ctrl.LoggerFrom(ctx).V(1).Info("Learned no dependency", "from", from, "why", caller.Why, "pod", caller.Pod)
+	}
+	s.r.taught.Store(key, memo)
+}
+
+// callerOf finds the managed workload whose Pod held the address at the
+// request's time (deps.CallerOf), through the Pod IP index of the
+// manager's cache (Client).
+func (r *ManagedWorkloadReconciler) callerOf(ctx context.Context, from string, at time.Time, callee deps.Key) (deps.Caller, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{IndexPodIP: from}); err != nil {
+		return deps.Caller{}, fmt.Errorf("listing Pods with IP %s: %w", from, err)
+	}
+	pods := make([]deps.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		w, err := r.workloadOf(ctx, p)
+		if err != nil {
+			return deps.Caller{}, err
+		}
+		pods = append(pods, deps.PodFrom(p, w))
+	}
+	return deps.CallerOf(from, at, callee, pods), nil
+}
+
+// workloadOf is the ManagedWorkload whose target owns the Pod, or the zero
+// Key. A Deployment's Pod is owned by its ReplicaSet, named after the
+// Deployment and the Pod's pod-template-hash, so no ReplicaSet is read.
+func (r *ManagedWorkloadReconciler) workloadOf(ctx context.Context, p *corev1.Pod) (deps.Key, error) {
+	owner := metav1.GetControllerOf(p)
+	if owner == nil || !strings.HasPrefix(owner.APIVersion, appsv1.GroupName+"/") {
+		return deps.Key{}, nil
+	}
+	var ref napwakev1alpha1.TargetRef
+	switch owner.Kind {
+	case "ReplicaSet":
+		hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		name, ok := strings.CutSuffix(owner.Name, "-"+hash)
+		if hash == "" || !ok {
+			return deps.Key{}, nil
+		}
+		ref = napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: name}
+	case "StatefulSet":
+		ref = napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: owner.Name}
+	default:
+		return deps.Key{}, nil
+	}
+	// One namespace's ManagedWorkloads, from the cache, only when a new
+	// last-request-from names a Pod: never a list of all of them.
+	var list napwakev1alpha1.ManagedWorkloadList
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return deps.Key{}, fmt.Errorf("listing the ManagedWorkloads of namespace %s: %w", p.Namespace, err)
+	}
+	for i := range list.Items {
+		if t := list.Items[i].Spec.TargetRef; t.Kind == ref.Kind && t.Name == ref.Name {
+			return deps.KeyOf(&list.Items[i]), nil
+		}
+	}
+	return deps.Key{}, nil
+}
+
+// teach records callee, seen at, on caller's status.dependencies.learned: a
+// merge patch of that field alone, guarded by the caller's resourceVersion.
+func (r *ManagedWorkloadReconciler) teach(ctx context.Context, caller, callee deps.Key, at time.Time) error {
+	mw := &napwakev1alpha1.ManagedWorkload{}
+	if err := r.Client.Get(ctx, caller, mw); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var old []napwakev1alpha1.LearnedDependency
+	if mw.Status.Dependencies != nil {
+		old = mw.Status.Dependencies.Learned
+	}
+	learned, changed := deps.Learn(old, callee, at, r.Clock.Now())
+	if !changed {
+		return nil
+	}
+	base := mw.DeepCopy()
+	mw.Status.Dependencies = &napwakev1alpha1.DependenciesStatus{Learned: learned}
+	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("recording a learned dependency on %s: %w", klog.KObj(mw), err)
+	}
+	r.observe(mw)
+	ctrl.LoggerFrom(ctx).Info("Learned a dependency", "caller", klog.KObj(mw), "callee", callee)
+	return nil
+}
