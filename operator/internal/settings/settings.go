@@ -190,39 +190,58 @@ func (p *parser) query() string {
 	return out
 }
 
-// dependencies reads "postgres,cache" or "ns/name" entries. One bad entry
-// makes the whole value unreadable: half a list would wake half the
-// dependencies and look like it works.
+// dependencies reads "postgres,cache" or "ns/name" entries. An entry that
+// is not a name is left out and said so in a warning, and the others are
+// kept: a typo never stops the rest of the environment waking (issue 16).
+// A value with no readable entry at all falls back to the next layer, as
+// any unreadable value does; a value with no entries says "none".
 func (p *parser) dependencies() []napwakev1alpha1.DependencyRef {
-	var out []napwakev1alpha1.DependencyRef
-	p.first(napwakev1alpha1.AnnotationDependsOn, func(v string) string {
-		var refs []napwakev1alpha1.DependencyRef
-		seen := map[napwakev1alpha1.DependencyRef]bool{}
-		for _, entry := range strings.Split(v, ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
+	for _, l := range p.layers {
+		v, ok := l.values[napwakev1alpha1.AnnotationDependsOn]
+		if !ok {
+			continue
+		}
+		refs, bad := readDependsOn(v)
+		switch {
+		case len(refs) > maxDependents:
+			p.warn(l, napwakev1alpha1.AnnotationDependsOn, fmt.Sprintf("more than %d dependencies; ignored", maxDependents))
+			continue
+		case len(bad) > 0 && len(refs) == 0:
+			p.warn(l, napwakev1alpha1.AnnotationDependsOn, strings.Join(bad, "; ")+"; ignored")
+			continue
+		case len(bad) > 0:
+			p.warn(l, napwakev1alpha1.AnnotationDependsOn, strings.Join(bad, "; ")+"; left out, the others kept")
+		}
+		return refs
+	}
+	return nil
+}
+
+// readDependsOn splits a depends-on value into its readable entries, each
+// once, and a problem for each entry that is not one.
+func readDependsOn(v string) (refs []napwakev1alpha1.DependencyRef, bad []string) {
+	seen := map[napwakev1alpha1.DependencyRef]bool{}
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		ref := napwakev1alpha1.DependencyRef{Name: entry}
+		if ns, name, ok := strings.Cut(entry, "/"); ok {
+			ref = napwakev1alpha1.DependencyRef{Namespace: ns, Name: name}
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				bad = append(bad, fmt.Sprintf("namespace %q: %s", ns, errs[0]))
 				continue
 			}
-			ref := napwakev1alpha1.DependencyRef{Name: entry}
-			if ns, name, ok := strings.Cut(entry, "/"); ok {
-				ref = napwakev1alpha1.DependencyRef{Namespace: ns, Name: name}
-				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-					return fmt.Sprintf("namespace %q: %s; ignored", ns, errs[0])
-				}
-			}
-			if errs := validation.IsDNS1123Label(ref.Name); len(errs) > 0 {
-				return fmt.Sprintf("name %q: %s; ignored", ref.Name, errs[0])
-			}
-			if !seen[ref] {
-				seen[ref] = true
-				refs = append(refs, ref)
-			}
 		}
-		if len(refs) > maxDependents {
-			return fmt.Sprintf("more than %d dependencies; ignored", maxDependents)
+		if errs := validation.IsDNS1123Label(ref.Name); len(errs) > 0 {
+			bad = append(bad, fmt.Sprintf("name %q: %s", ref.Name, errs[0]))
+			continue
 		}
-		out = refs
-		return ""
-	})
-	return out
+		if !seen[ref] {
+			seen[ref] = true
+			refs = append(refs, ref)
+		}
+	}
+	return refs, bad
 }

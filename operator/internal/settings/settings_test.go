@@ -121,9 +121,22 @@ func TestSpec(t *testing.T) {
 			},
 		},
 		{
-			name:     "one bad dependency makes the list unreadable",
-			workload: map[string]string{napwakev1alpha1.AnnotationDependsOn: "postgres,Cache_1"},
-			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { t.Helper(); eq(t, len(s.Dependencies), 0) },
+			name:     "a typo among the dependencies is left out with a warning, and the others still wake",
+			workload: map[string]string{napwakev1alpha1.AnnotationDependsOn: "postgres,Cache_1, cache"},
+			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
+				eq(t, s.Dependencies, []napwakev1alpha1.DependencyRef{{Name: "postgres"}, {Name: "cache"}})
+			},
+			warnings: []string{napwakev1alpha1.AnnotationDependsOn},
+		},
+		{
+			name:     "a value with no readable dependency falls back to the namespace's",
+			workload: map[string]string{napwakev1alpha1.AnnotationDependsOn: "Cache_1"},
+			ns:       map[string]string{napwakev1alpha1.AnnotationDependsOn: "db"},
+			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
+				t.Helper()
+				eq(t, s.Dependencies, []napwakev1alpha1.DependencyRef{{Name: "db"}})
+			},
 			warnings: []string{napwakev1alpha1.AnnotationDependsOn},
 		},
 		{
