@@ -26,10 +26,7 @@ func TestSliceShapeForIngressControllers(t *testing.T) {
 	if len(slices) != 3 {
 		t.Fatalf("got %d slices, want 3", len(slices))
 	}
-	endpointRules := []struct {
-		name string
-		ok   func(discoveryv1.Endpoint) bool
-	}{
+	checkRules(t, slices, func(s discoveryv1.EndpointSlice) []discoveryv1.Endpoint { return s.Endpoints }, []rule[discoveryv1.Endpoint]{
 		{"every endpoint says ready: true explicitly", func(e discoveryv1.Endpoint) bool {
 			return e.Conditions.Ready != nil && *e.Conditions.Ready
 		}},
@@ -45,22 +42,8 @@ func TestSliceShapeForIngressControllers(t *testing.T) {
 		{"every endpoint has exactly one address", func(e discoveryv1.Endpoint) bool {
 			return len(e.Addresses) == 1
 		}},
-	}
-	for _, rule := range endpointRules {
-		t.Run(rule.name, func(t *testing.T) {
-			for _, s := range slices {
-				for _, e := range s.Endpoints {
-					if !rule.ok(e) {
-						t.Errorf("slice %s: endpoint %+v", s.Name, e)
-					}
-				}
-			}
-		})
-	}
-	portRules := []struct {
-		name string
-		ok   func(discoveryv1.EndpointPort) bool
-	}{
+	})
+	checkRules(t, slices, func(s discoveryv1.EndpointSlice) []discoveryv1.EndpointPort { return s.Ports }, []rule[discoveryv1.EndpointPort]{
 		{"every port has a name (never nil)", func(p discoveryv1.EndpointPort) bool { return p.Name != nil }},
 		{"every port says protocol: TCP", func(p discoveryv1.EndpointPort) bool {
 			return p.Protocol != nil && *p.Protocol == corev1.ProtocolTCP
@@ -68,18 +51,7 @@ func TestSliceShapeForIngressControllers(t *testing.T) {
 		{"every port has the doorman's port number", func(p discoveryv1.EndpointPort) bool {
 			return p.Port != nil && *p.Port >= 20017 && *p.Port <= 20019
 		}},
-	}
-	for _, rule := range portRules {
-		t.Run(rule.name, func(t *testing.T) {
-			for _, s := range slices {
-				for _, p := range s.Ports {
-					if !rule.ok(p) {
-						t.Errorf("slice %s: port %+v", s.Name, p)
-					}
-				}
-			}
-		})
-	}
+	})
 	t.Run(`an unnamed Service port is written as name ""`, func(t *testing.T) {
 		p := slices[2].Ports
 		if slices[2].Name != "legacy-napwake-ipv4" || len(p) != 1 || p[0].Name == nil || *p[0].Name != "" {
@@ -97,4 +69,26 @@ func TestSliceShapeForIngressControllers(t *testing.T) {
 			t.Errorf("after Apply: %+v", old.Endpoints[0])
 		}
 	})
+}
+
+// rule is one shape rule that every item (endpoint or port) must keep.
+type rule[T any] struct {
+	name string
+	ok   func(T) bool
+}
+
+// checkRules runs each rule as a subtest over the items of every slice.
+func checkRules[T any](t *testing.T, slices []discoveryv1.EndpointSlice, items func(discoveryv1.EndpointSlice) []T, rules []rule[T]) {
+	t.Helper()
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			for _, s := range slices {
+				for _, it := range items(s) {
+					if !r.ok(it) {
+						t.Errorf("slice %s: %+v", s.Name, it)
+					}
+				}
+			}
+		})
+	}
 }
