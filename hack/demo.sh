@@ -105,12 +105,12 @@ note "pods: $(k get pods -n "$NS" -l app=sampleapp --no-headers 2>/dev/null | wc
 k get endpointslices -n "$NS" -l endpointslice.kubernetes.io/managed-by=napwake.dev -o wide | sed 's/^/            /'
 note "(those endpoints are the doorman pods above; the Service, its ClusterIP and its DNS name are unchanged)"
 
-ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
-say "A client pod sends GET http://$ip/ to the paused app: the doorman holds it and wakes the app"
+url=http://sampleapp.$NS.svc/
+say "A client pod sends GET $url (the Service by name, through the cluster DNS) to the paused app: the doorman holds it and wakes the app"
 k delete pod -n "$NS" client --ignore-not-found >/dev/null
 k run client -n "$NS" --image="$app_image" --image-pull-policy=IfNotPresent --restart=Never \
   --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
-  -- get --user-agent demo-client/1 "http://$ip/" >/dev/null
+  -- get --user-agent demo-client/1 "$url" >/dev/null
 last=""
 while :; do
   phase=$(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}')
