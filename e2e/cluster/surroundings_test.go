@@ -87,7 +87,7 @@ func scenarioPodMetrics(ctx context.Context, ns string) {
 var ingressClient = map[string]string{"User-Agent": "e2e-client/1"}
 
 // pausedBehindIngress deploys an opted-in app with an Ingress of class
-// traefik for host <namespace>.napwake.test, waits until Traefik serves it,
+// traefik for host <app>.napwake.test, waits until Traefik serves it,
 // pauses it, and waits until Traefik balances the Service across the Ready
 // doorman pods on the Service's doorman port: Traefik reads the doorman's
 // EndpointSlices as they are written.
@@ -95,7 +95,9 @@ func pausedBehindIngress(ctx context.Context, app framework.SampleApp) (framewor
 	in, err := framework.IngressFromEnv()
 	Expect(err).NotTo(HaveOccurred())
 	deployRunning(ctx, app)
-	host := app.Namespace + ".napwake.test"
+	// Each scenario's app has a name of its own: its host is unique. The
+	// waking-up page may show the host, and must show no namespace.
+	host := app.Name + ".napwake.test"
 	Expect(fw.Client.Create(ctx, framework.IngressFor(app, host))).To(Succeed())
 	Eventually(func(g Gomega) {
 		r, err := in.Get(ctx, false, host, "/", ingressClient, 5*time.Second)
