@@ -98,7 +98,7 @@ GO
       -X github.com/traefik/traefik/v3/pkg/version.BuildDate=2026-01-01T00:00:00Z" \
       -o "$out/.tmp/traefik" ./cmd/traefik
   )
-  rm -rf "$src"
+  rm -rf "$src"; rmdir "$(dirname "$src")" 2>/dev/null || true
 }
 
 [ "$#" -gt 0 ] || set -- coredns metrics-server traefik
