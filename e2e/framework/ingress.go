@@ -81,7 +81,7 @@ func (in Ingress) ServerAddresses(ctx context.Context, ns, service string, port 
 		return nil, err
 	}
 	if resp.Status != http.StatusOK {
-		return nil, fmt.Errorf("Traefik's API on service %s: %d %s", name, resp.Status, resp.Body)
+		return nil, fmt.Errorf("traefik's API on service %s: %d %s", name, resp.Status, resp.Body)
 	}
 	var svc struct {
 		LoadBalancer struct {
