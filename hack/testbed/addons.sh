@@ -72,29 +72,17 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: "napwake-testbed:coredns"}
 rules:
-- apiGroups: [""]
-  resources: [services, namespaces, pods]
-  verbs: [list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
+- {apiGroups: [""], resources: [services, namespaces, pods], verbs: [list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: "napwake-testbed:traefik"}
 rules:
-- apiGroups: [""]
-  resources: [services, secrets, nodes]
-  verbs: [get, list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
-- apiGroups: [networking.k8s.io]
-  resources: [ingresses, ingressclasses]
-  verbs: [get, list, watch]
-- apiGroups: [networking.k8s.io]
-  resources: [ingresses/status]
-  verbs: [update]
+- {apiGroups: [""], resources: [services, secrets, nodes], verbs: [get, list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
+- {apiGroups: [networking.k8s.io], resources: [ingresses, ingressclasses], verbs: [get, list, watch]}
+- {apiGroups: [networking.k8s.io], resources: [ingresses/status], verbs: [update]}
 ---
 apiVersion: networking.k8s.io/v1
 kind: IngressClass
@@ -161,12 +149,8 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: "system:metrics-server"}
 rules:
-- apiGroups: [""]
-  resources: [nodes/metrics]
-  verbs: [get]
-- apiGroups: [""]
-  resources: [pods, nodes]
-  verbs: [get, list, watch]
+- {apiGroups: [""], resources: [nodes/metrics], verbs: [get]}
+- {apiGroups: [""], resources: [pods, nodes], verbs: [get, list, watch]}
 ---
 apiVersion: v1
 kind: Service
