@@ -51,7 +51,7 @@ if [ -n "$remote" ]; then
 else
   [ "$(id -u)" = 0 ] || die "the local cluster needs root: sudo make demo (or set KUBECONFIG to use a cluster you have)"
   prefix=napwake.local
-  say "Bringing up a local single-node cluster (the first run builds Kubernetes from source: ~10 minutes)"
+  say "Bringing up a local single-node cluster (the first run builds Kubernetes, CoreDNS, metrics-server and Traefik from source: ~25 minutes)"
   "$here/testbed/cluster.sh" up
 fi
 

@@ -17,7 +17,7 @@ INGRESS_HOSTS="DNS:napwake.test,DNS:*.napwake.test,DNS:localhost,IP:$NODE_IP,IP:
 METRICS_SERVER_IMAGE=napwake.local/metrics-server:${METRICS_SERVER_VERSION:-v0.8.0}
 
 addon_binaries() {
-  step "Add-ons: CoreDNS, metrics-server and Traefik (each built from source on first use: ~2, ~3 and ~8 minutes cold, seconds after)"
+  step "Add-ons: CoreDNS, metrics-server and Traefik (each built from source on first use: ~2, ~4.5 and ~9 minutes cold, instant after)"
   local out
   out=$("$here/build-addons.sh" coredns metrics-server traefik)
   COREDNS_BIN=$(sed -n 1p <<<"$out"); METRICS_SERVER_BIN=$(sed -n 2p <<<"$out"); TRAEFIK_BIN=$(sed -n 3p <<<"$out")

@@ -104,9 +104,9 @@ GO
 [ "$#" -gt 0 ] || set -- coredns metrics-server traefik
 for name in "$@"; do
   case $name in
-    coredns) version=$COREDNS_VERSION hint="about 3.5 minutes cold on 2 cores" ;;
-    metrics-server) version=$METRICS_SERVER_VERSION hint="about 4 minutes cold on 2 cores" ;;
-    traefik) version=$TRAEFIK_VERSION hint="about 8 minutes cold on 2 cores, the slowest" ;;
+    coredns) version=$COREDNS_VERSION hint="about 2 minutes cold on 2 cores" ;;
+    metrics-server) version=$METRICS_SERVER_VERSION hint="about 4.5 minutes cold on 2 cores" ;;
+    traefik) version=$TRAEFIK_VERSION hint="about 9 minutes cold on 2 cores, the slowest" ;;
     *) die "unknown add-on $name (coredns, metrics-server, traefik)" ;;
   esac
   dir=$(napwake_cache)/$name-$version-$(go env GOVERSION)
@@ -114,7 +114,7 @@ for name in "$@"; do
     step "Building $name $version from source through the module proxy, once per version ($hint)"
     start=$(date +%s)
     mkdir -p "$dir/.tmp"
-    "build_${name//-/_}" "$dir"
+    with_progress "building $name" "build_${name//-/_}" "$dir"
     mv "$dir/.tmp/$name" "$dir/$name"
     rmdir "$dir/.tmp"
     info "      built $name in $(( $(date +%s) - start ))s ($(du -m "$dir/$name" | cut -f1) MB)"
