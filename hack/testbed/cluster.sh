@@ -6,8 +6,13 @@
 #   hack/testbed/cluster.sh down     stop everything it started, remove mounts, namespaces, cgroups, state
 #   hack/testbed/cluster.sh status   say what runs
 #   hack/testbed/cluster.sh exec CMD run CMD inside the node's network namespace with KUBECONFIG set
+#                                    and the cluster's DNS as its resolver (as in a pod)
 #   hack/testbed/cluster.sh load-image FILE.tar   import an image into the node's containerd
 #   hack/testbed/cluster.sh ingress-env   shell exports naming Traefik's entrypoints, API and CA (for the e2e suite)
+#
+# Around the cluster, as users have in theirs (addons.sh): cluster DNS
+# (CoreDNS), the metrics API (metrics-server) and an ingress controller
+# (Traefik), each built from source once per version by build-addons.sh.
 #
 # Needs root. Never changes the host's kernel settings (kubelet runs behind a
 # wrapper that covers the sysctls it would write), never adds rules to the
