@@ -76,7 +76,7 @@ binaries() {
 
 check_host() {
   local missing=()
-  for c in containerd runc iptables conntrack nsenter unshare openssl ip; do
+  for c in containerd runc iptables conntrack nsenter unshare openssl ip curl; do
     command -v "$c" >/dev/null || missing+=("$c")
   done
   [ -d /usr/lib/cni ] || missing+=("containernetworking-plugins")
