@@ -265,7 +265,10 @@ func scenarioBrowserGetsWakingPage(ctx context.Context, ns string) {
 	Expect(resp.Header.Get("Cache-Control")).To(ContainSubstring("no-store"))
 	Expect(resp.Header.Get("X-Robots-Tag")).To(ContainSubstring("noindex"))
 	Expect(resp.Header.Get("Content-Security-Policy")).To(ContainSubstring("img-src data:"))
-	Expect(resp.Body).NotTo(ContainSubstring(ns), "the page names no namespace")
+	// The page shows the address the person opened (here the Service's
+	// name, which holds the namespace) and otherwise names no namespace.
+	Expect(resp.Body).To(ContainSubstring(serviceName(app.Name, ns)), "the page shows the address opened")
+	Expect(strings.ReplaceAll(resp.Body, serviceName(app.Name, ns), "")).NotTo(ContainSubstring(ns), "the page names no namespace")
 	Expect(resp.Body).NotTo(ContainSubstring("<script"), "the page runs no script")
 	// The browser reloads every 3 seconds; the first reload after a pod is Ready reaches the app.
 	Eventually(func(g Gomega) {
