@@ -69,7 +69,7 @@ if [ -n "$remote" ]; then
 else
   [ "$(id -u)" = 0 ] || die "the local cluster needs root: sudo make demo (or set KUBECONFIG to use a cluster you have)"
   prefix=napwake.local
-  say "Bringing up a local single-node cluster (the first run builds Kubernetes from source: ~10 minutes)"
+  say "Bringing up a local single-node cluster (the first run builds Kubernetes, CoreDNS, metrics-server and Traefik from source: ~25 minutes)"
   "$here/testbed/cluster.sh" up
 fi
 
@@ -123,14 +123,14 @@ note "pods: $(k get pods -n "$NS" -l app=sampleapp --no-headers 2>/dev/null | wc
 k get endpointslices -n "$NS" -l endpointslice.kubernetes.io/managed-by=napwake.dev -o wide | sed 's/^/            /'
 note "(those endpoints are the doorman pods above; the Service, its ClusterIP and its DNS name are unchanged)"
 
-ip=$(k get svc -n "$NS" sampleapp -o jsonpath='{.spec.clusterIP}')
-say "A client pod sends GET http://$ip/ to the paused app: the doorman holds it and wakes the app"
+url=http://sampleapp.$NS.svc/
+say "A client pod sends GET $url (the Service by name, through the cluster DNS) to the paused app: the doorman holds it and wakes the app"
 app_state() {
   local ready
   ready=$(k get deploy -n "$NS" sampleapp -o jsonpath='{.status.readyReplicas}')
   echo "phase: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.phase}'), ready pods: ${ready:-0}"
 }
-client client "http://$ip/" app_state
+client client "$url" app_state
 say "The client's answer (one slow response, not an error):"
 k logs -n "$NS" client | sed 's/^/            /'
 note "woken by: $(k get mw -n "$NS" sampleapp -o jsonpath='{.status.lastActivitySource}')   (the doorman stamped napwake.dev/last-request)"

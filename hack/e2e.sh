@@ -27,15 +27,16 @@ upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
 "$root/bin/imagebuild" --binary "$root/bin/doorman" --image "napwake.local/napwake-doorman:$upgrade_tag" \
   --out "$out/images/doorman-upgrade.tar.e2e" >/dev/null
 "$here/testbed/cluster.sh" load-image "$out/images/doorman-upgrade.tar.e2e"
-# The activity-query scenario runs a stand-in Prometheus behind a Service
-# with this fixed ClusterIP (the test bed has no cluster DNS); the operator
-# is installed pointing at it.
-export NAPWAKE_E2E_PROMETHEUS_IP=10.96.200.90
-export NAPWAKE_PROMETHEUS_URL="http://$NAPWAKE_E2E_PROMETHEUS_IP"
-# The NEG forwarder is on. Forwarders find the doorman through the headless
-# Service's DNS name, which the test bed cannot resolve: they get this fixed
-# ClusterIP instead, of a Service the forwarder scenario points at the
-# doorman pods on the routes' ports.
+# The activity-query scenario runs a stand-in Prometheus as Service
+# prometheus in this namespace; the operator is installed calling it by name.
+export NAPWAKE_E2E_PROMETHEUS_NAMESPACE=napwake-e2e-prometheus
+export NAPWAKE_PROMETHEUS_URL="http://prometheus.$NAPWAKE_E2E_PROMETHEUS_NAMESPACE.svc"
+# The ingress scenarios reach the test bed's Traefik.
+eval "$("$here/testbed/cluster.sh" ingress-env)"
+# The NEG forwarder is on. Forwarders find the doorman through a fixed
+# ClusterIP, of a Service the forwarder scenario points at the doorman pods
+# on the routes' ports (the default, the headless Service's DNS name, is
+# what a real cluster uses).
 export NAPWAKE_NEG_FORWARDER=1
 export NAPWAKE_E2E_FORWARDER_DOORMAN_IP=10.96.200.91
 export NAPWAKE_FORWARDER_DOORMAN_HOST=$NAPWAKE_E2E_FORWARDER_DOORMAN_IP

@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   containerd runc containernetworking-plugins iptables conntrack # the local cluster's node
-  util-linux iproute2 openssl procps                             # nsenter/unshare, netns, certificates, ps
+  util-linux iproute2 openssl procps curl                        # nsenter/unshare, netns, certificates, ps, add-on readiness
   haproxy wrk                                                    # the doorman's benchmark peers and tests
   chromium-headless-shell                                        # the browser the asking scenarios drive (e2e)
 )

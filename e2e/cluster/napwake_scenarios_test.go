@@ -79,11 +79,14 @@ func pauseNow(ctx context.Context, ns, name string) {
 	expectPausedAndRouted(ctx, ns, name, 90*time.Second)
 }
 
-func serviceURL(ctx context.Context, ns, name, path string) string {
-	ip, err := fw.ClusterIP(ctx, ns, name)
-	Expect(err).NotTo(HaveOccurred())
-	return "http://" + ip + path
+// serviceURL calls the Service by name, as users do: the cluster DNS
+// resolves it in pods, and hack/testbed/cluster.sh exec gives the suite the
+// same resolver.
+func serviceURL(name, ns, path string) string {
+	return "http://" + serviceName(name, ns) + path
 }
+
+func serviceName(name, ns string) string { return name + "." + ns + ".svc" }
 
 // scenarioPausesWhenIdle (1): a Deployment opted in by label pauses after a
 // short idleAfter; its pods go; its Service leads to the doorman.
@@ -102,14 +105,14 @@ func scenarioPausesWhenIdle(ctx context.Context, ns string) {
 	Expect(meta(mw, napwakev1alpha1.ConditionWakeOnRequest)).To(Equal("True/" + napwakev1alpha1.ReasonDoormanRouted))
 }
 
-// scenarioWokenByRequest (2): an HTTP request to the ClusterIP from a client
+// scenarioWokenByRequest (2): an HTTP request to the Service by name from a client
 // pod is held, the workload wakes, the response comes from the app.
 func scenarioWokenByRequest(ctx context.Context, ns string) {
 	app := optedIn("api", ns, 2, longIdle)
 	deployRunning(ctx, app)
 	pauseNow(ctx, ns, app.Name)
 
-	logs := clientGet(ctx, ns, "client", serviceURL(ctx, ns, app.Name, "/"))
+	logs := clientGet(ctx, ns, "client", serviceURL(app.Name, ns, "/"))
 	Expect(logs).To(ContainSubstring("200 OK"), "the held request got the app's answer, not an error")
 	Expect(logs).To(ContainSubstring("hello from the sample app"))
 
@@ -194,7 +197,7 @@ func scenarioSharedService(ctx context.Context, ns string) {
 		g.Expect(sharing).To(Equal(1), "one writes the Service's slice, the other shares it")
 	}).WithTimeout(time.Minute).Should(Succeed())
 
-	logs := clientGet(ctx, ns, "client", serviceURL(ctx, ns, "shop", "/"))
+	logs := clientGet(ctx, ns, "client", serviceURL("shop", ns, "/"))
 	Expect(logs).To(ContainSubstring("200 OK"), "the held request got an answer, not an error")
 	for _, name := range []string{"shop-stable", "shop-canary"} {
 		Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, name) }).
@@ -213,7 +216,7 @@ func scenarioColdStartOverhead(ctx context.Context, ns string, n int) []time.Dur
 	app := optedIn("cold", ns, 1, longIdle)
 	app.StartupDelay = time.Second
 	deployRunning(ctx, app)
-	url := serviceURL(ctx, ns, app.Name, "/")
+	url := serviceURL(app.Name, ns, "/")
 	var overheads []time.Duration
 	for i := 0; i < n; i++ {
 		pauseNow(ctx, ns, app.Name)
@@ -253,7 +256,7 @@ func scenarioBrowserGetsWakingPage(ctx context.Context, ns string) {
 		"Accept":         "text/html,application/xhtml+xml",
 		"Sec-Fetch-Mode": "navigate",
 	}
-	url := serviceURL(ctx, ns, app.Name, "/")
+	url := serviceURL(app.Name, ns, "/")
 	resp, err := framework.HTTPGet(ctx, url, browser, 10*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resp.Status).To(Equal(503))
@@ -262,7 +265,10 @@ func scenarioBrowserGetsWakingPage(ctx context.Context, ns string) {
 	Expect(resp.Header.Get("Cache-Control")).To(ContainSubstring("no-store"))
 	Expect(resp.Header.Get("X-Robots-Tag")).To(ContainSubstring("noindex"))
 	Expect(resp.Header.Get("Content-Security-Policy")).To(ContainSubstring("img-src data:"))
-	Expect(resp.Body).NotTo(ContainSubstring(ns), "the page names no namespace")
+	// The page shows the address the person opened (here the Service's
+	// name, which holds the namespace) and otherwise names no namespace.
+	Expect(resp.Body).To(ContainSubstring(serviceName(app.Name, ns)), "the page shows the address opened")
+	Expect(strings.ReplaceAll(resp.Body, serviceName(app.Name, ns), "")).NotTo(ContainSubstring(ns), "the page names no namespace")
 	Expect(resp.Body).NotTo(ContainSubstring("<script"), "the page runs no script")
 	// The browser reloads every 3 seconds; the first reload after a pod is Ready reaches the app.
 	Eventually(func(g Gomega) {
@@ -279,11 +285,11 @@ func scenarioProbesWakeNothing(ctx context.Context, ns string) {
 	app := optedIn("quiet", ns, 1, longIdle)
 	deployRunning(ctx, app)
 	pauseNow(ctx, ns, app.Name)
-	probe, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/healthz"), map[string]string{"User-Agent": "kube-probe/1.37"}, 10*time.Second)
+	probe, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/healthz"), map[string]string{"User-Agent": "kube-probe/1.37"}, 10*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(probe.Status).To(Equal(503))
 	Expect(probe.Close).To(BeTrue(), "a probe's 503 says Connection: close")
-	hidden, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/.env"), map[string]string{"User-Agent": "curl/8.0"}, 10*time.Second)
+	hidden, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/.env"), map[string]string{"User-Agent": "curl/8.0"}, 10*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(hidden.Status).To(Equal(404))
 	Consistently(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).
@@ -300,9 +306,7 @@ func scenarioServerSpeaksFirst(ctx context.Context, ns string) {
 	app.Greet = true
 	deployRunning(ctx, app)
 	pauseNow(ctx, ns, app.Name)
-	ip, err := fw.ClusterIP(ctx, ns, app.Name)
-	Expect(err).NotTo(HaveOccurred())
-	line, elapsed, err := framework.DialAndRead(ctx, ip+":3306", 2*time.Minute)
+	line, elapsed, err := framework.DialAndRead(ctx, serviceName(app.Name, ns)+":3306", 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(line).To(HavePrefix("GREETING from db-"))
 	Expect(elapsed).To(BeNumerically(">=", 3*time.Second), "silence for 3 s is what wakes it")
@@ -345,7 +349,7 @@ func scenarioDoormanPodDeleted(ctx context.Context, ns string) {
 		Eventually(func() ([]string, error) { return fw.DoormanSliceAddresses(ctx, ns, a.Name) }).
 			WithTimeout(30*time.Second).ShouldNot(ContainElement(victim.Status.PodIP), "routes leave the stopping doorman pod")
 	}
-	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, "one", "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+	resp, err := framework.HTTPGet(ctx, serviceURL("one", ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resp.Status).To(Equal(200))
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, "one") }).Should(Equal(napwakev1alpha1.PhaseRunning))
@@ -410,7 +414,7 @@ func scenarioDoormanUpgrade(ctx context.Context, ns string) {
 	Expect(uids(after.Items)).To(Equal(uids(before.Items)), "the operator's pods are untouched")
 	Expect(fw.Phase(ctx, ns, app.Name)).To(Equal(napwakev1alpha1.PhasePaused))
 	expectPausedAndRouted(ctx, ns, app.Name, time.Minute)
-	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resp.Status).To(Equal(200))
 }
@@ -423,17 +427,22 @@ func scenarioDoormanUpgrade(ctx context.Context, ns string) {
 // idleAfter; when it returns above zero again the worker wakes with
 // lastActivitySource prometheus, its replicas restored.
 func scenarioActivityQuery(ctx context.Context, ns string) {
-	ip := os.Getenv("NAPWAKE_E2E_PROMETHEUS_IP")
-	if ip == "" {
-		Fail("NAPWAKE_E2E_PROMETHEUS_IP is not set: run the suite through hack/e2e.sh (make e2e)")
+	// The operator was installed with prometheusURL
+	// http://prometheus.<this namespace>.svc: a Prometheus at a fixed name.
+	promNS := os.Getenv("NAPWAKE_E2E_PROMETHEUS_NAMESPACE")
+	if promNS == "" {
+		Fail("NAPWAKE_E2E_PROMETHEUS_NAMESPACE is not set: run the suite through hack/e2e.sh (make e2e)")
 	}
-	prom := framework.SampleApp{Name: "prometheus", Namespace: ns, Replicas: 1, StartupDelay: time.Millisecond, StandInPrometheus: true, ClusterIP: ip}
+	_, err := fw.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: promNS}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { fw.DeleteNamespace(ctx, promNS) })
+	prom := framework.SampleApp{Name: "prometheus", Namespace: promNS, Replicas: 1, StartupDelay: time.Millisecond, StandInPrometheus: true}
 	Expect(fw.Deploy(ctx, prom)).To(Succeed())
-	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, prom.Name) }).Should(Equal(int32(1)))
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, promNS, prom.Name) }).Should(Equal(int32(1)))
 	setActivity := func(v string) {
 		GinkgoHelper()
 		Eventually(func() (int, error) {
-			r, err := framework.HTTPGet(ctx, "http://"+ip+"/set-activity?value="+v, nil, 5*time.Second)
+			r, err := framework.HTTPGet(ctx, serviceURL(prom.Name, promNS, "/set-activity?value="+v), nil, 5*time.Second)
 			if err != nil {
 				return 0, err
 			}

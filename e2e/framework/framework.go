@@ -89,7 +89,6 @@ type SampleApp struct {
 	// StandInPrometheus also answers Prometheus instant queries with the
 	// value SetActivity sets (the sample app's --stand-in-prometheus).
 	StandInPrometheus bool
-	ClusterIP         string // the Service's ClusterIP; empty: the cluster picks
 	// Upstream, if set, is a URL each request to / calls first, its answer
 	// appended (the sample app's --upstream): one tier calling the next.
 	Upstream string
@@ -167,7 +166,7 @@ func (a SampleApp) Service() *corev1.Service {
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
-		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": a.Name}, Ports: ports, ClusterIP: a.ClusterIP},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": a.Name}, Ports: ports},
 	}
 }
 
@@ -230,8 +229,12 @@ func HTTPGet(ctx context.Context, url string, header map[string]string, timeout 
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	return do(req, &http.Transport{DisableKeepAlives: true, Proxy: nil}, timeout)
+}
+
+// do sends req over tr and reads the whole response.
+func do(req *http.Request, tr *http.Transport, timeout time.Duration) (Response, error) {
 	start := time.Now()
-	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil}
 	resp, err := (&http.Client{Timeout: timeout, Transport: tr}).Do(req)
 	if err != nil {
 		return Response{}, err

@@ -75,7 +75,7 @@ for b in "${bins[@]}"; do
   [ "$b" = kube-apiserver ] && hint=" (the slowest: about 6 minutes cold on 2 cores)"
   step "[$i/$n] Building $b from $pkg$hint"
   start=$(date +%s)
-  (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$dir/$b.tmp" "$pkg")
+  with_progress "building $b" go -C "$mod" build -trimpath -ldflags "$ldflags" -o "$dir/$b.tmp" "$pkg"
   mv "$dir/$b.tmp" "$dir/$b"
   info "      built $b in $(( $(date +%s) - start ))s"
 done

@@ -6,7 +6,13 @@
 #   hack/testbed/cluster.sh down     stop everything it started, remove mounts, namespaces, cgroups, state
 #   hack/testbed/cluster.sh status   say what runs
 #   hack/testbed/cluster.sh exec CMD run CMD inside the node's network namespace with KUBECONFIG set
+#                                    and the cluster's DNS as its resolver (as in a pod)
 #   hack/testbed/cluster.sh load-image FILE.tar   import an image into the node's containerd
+#   hack/testbed/cluster.sh ingress-env   shell exports naming Traefik's entrypoints, API and CA (for the e2e suite)
+#
+# Around the cluster, as users have in theirs (addons.sh): cluster DNS
+# (CoreDNS), the metrics API (metrics-server) and an ingress controller
+# (Traefik), each built from source once per version by build-addons.sh.
 #
 # Needs root. Never changes the host's kernel settings (kubelet runs behind a
 # wrapper that covers the sysctls it would write), never adds rules to the
@@ -28,7 +34,9 @@ SYSCTLS=(
   "vm/overcommit_memory=1" "vm/panic_on_oom=0" "kernel/panic=10" "kernel/panic_on_oops=1"
   "kernel/keys/root_maxkeys=1000000" "kernel/keys/root_maxbytes=25000000"
 )
-DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
+DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns traefik)
+
+source "$here/addons.sh"
 
 need_root() { [ "$(id -u)" = 0 ] || die "the test bed needs root (it creates a network namespace, mounts and cgroups); run it with sudo"; }
 in_ns() { nsenter --net="/var/run/netns/$NETNS" "$@"; }
@@ -63,11 +71,12 @@ binaries() {
   BIN=$("$here/build-binaries.sh" | tail -n 1)
   [ -x "$BIN/kubelet" ] || die "kubelet missing from $BIN"
   info "      using $BIN"
+  addon_binaries
 }
 
 check_host() {
   local missing=()
-  for c in containerd runc iptables conntrack nsenter unshare openssl ip; do
+  for c in containerd runc iptables conntrack nsenter unshare openssl ip curl; do
     command -v "$c" >/dev/null || missing+=("$c")
   done
   [ -d /usr/lib/cni ] || missing+=("containernetworking-plugins")
@@ -104,6 +113,7 @@ pki() {
   cert scheduler "/CN=system:kube-scheduler"
   cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
   cert kube-proxy "/CN=system:kube-proxy"
+  addon_pki
   for c in admin controller-manager scheduler kubelet kube-proxy; do
     kubeconfig "$c"
   done
@@ -184,8 +194,9 @@ EOF
   ]
 }
 EOF
-  # Pods get no DNS servers: there is no cluster DNS, and the host's would be unreachable.
+  # Pods get the cluster's DNS (clusterDNS) and no upstream: the host's would be unreachable.
   : >"$STATE/etc/resolv.conf"
+  node_resolv_conf
   cat >"$STATE/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -204,6 +215,8 @@ containerRuntimeEndpoint: unix://$STATE/containerd/containerd.sock
 protectKernelDefaults: true
 readOnlyPort: 0
 resolvConf: $STATE/etc/resolv.conf
+clusterDNS: [$NODE_IP]
+clusterDomain: cluster.local
 serializeImagePulls: false
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 imageGCHighThresholdPercent: 100
@@ -242,7 +255,7 @@ control_plane() {
     --authorization-mode Node,RBAC --allow-privileged=true \
     --kubelet-preferred-address-types InternalIP,Hostname \
     --kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" \
-    --kubelet-certificate-authority "$p/ca.crt"
+    --kubelet-certificate-authority "$p/ca.crt" "${AGGREGATION_FLAGS[@]}"
   wait_for kube-apiserver 120 "$STATE/log/kube-apiserver.log" kubectl_ get --raw /readyz
   step "kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$p/controller-manager.kubeconfig" \
@@ -299,9 +312,12 @@ cmd_up() {
   fi
   local t0; t0=$(date +%s)
   netns_up; pki; configs; control_plane; node
+  addon_rbac; metrics_server_up; coredns_up; traefik_up; metrics_server_wait
   # The default ServiceAccount and its namespace settle a moment after the node.
   wait_for "the default ServiceAccount" 60 "$STATE/log/kube-controller-manager.log" kubectl_ get serviceaccount default
   step "The test bed is up in $(( $(date +%s) - t0 ))s: node $NODE_NAME ($NODE_IP), pods on $POD_CIDR, Services on $SERVICE_CIDR"
+  info "      cluster DNS: CoreDNS on $NODE_IP:53 (<service>.<namespace>.svc); metrics API: metrics-server"
+  info "      ingress:     Traefik, IngressClass traefik, http://$NODE_IP and https://$NODE_IP (CA: $STATE/pki/ca.crt)"
   info "      kubeconfig: $STATE/pki/admin.kubeconfig (reachable only inside the namespace)"
   info "      try:        $0 exec kubectl get pods -A"
   info "      remove:     make cluster-down"
@@ -326,6 +342,7 @@ cmd_down() {
     return
   fi
   step "Stopping the test bed's daemons by their recorded PIDs"
+  stop_pid traefik; stop_pid coredns
   stop_pid kube-proxy; stop_pid kubelet
   if [ -S "$STATE/containerd/containerd.sock" ] && running containerd; then
     step "Removing pods' containers and sandboxes"
@@ -385,6 +402,13 @@ cmd_exec() {
   [ -e "/var/run/netns/$NETNS" ] || die "the test bed is not up: run make cluster-up"
   BIN=$(ls -d "$(napwake_cache)"/kube-* 2>/dev/null | head -n 1)
   export KUBECONFIG=$STATE/pki/admin.kubeconfig PATH=$BIN:$PATH
+  if [ -f "$STATE/etc/node-resolv.conf" ]; then
+    # A mount namespace of the command's own gives it the cluster's resolver
+    # (as a pod has), so <service>.<namespace>.svc resolves; the host's
+    # /etc/resolv.conf is untouched.
+    exec nsenter --net="/var/run/netns/$NETNS" unshare -m --propagation private \
+      sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$STATE/etc/node-resolv.conf" "$@"
+  fi
   exec nsenter --net="/var/run/netns/$NETNS" "$@"
 }
 
@@ -395,5 +419,6 @@ case ${1:-} in
   exec) shift; cmd_exec "$@" ;;
   load-image) shift; cmd_load_image "$@" ;;
   kubeconfig) echo "$STATE/pki/admin.kubeconfig" ;;
-  *) die "usage: $0 up|down|status|exec CMD...|load-image FILE...|kubeconfig" ;;
+  ingress-env) ingress_env ;;
+  *) die "usage: $0 up|down|status|exec CMD...|load-image FILE...|kubeconfig|ingress-env" ;;
 esac

@@ -18,7 +18,9 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// Doorman is one address of a Ready doorman pod.
+// Doorman is one address of a Ready doorman pod. PodName and PodNS name the
+// pod for the operator's own bookkeeping; they are never written into a
+// slice (see Endpoints).
 type Doorman struct {
 	IP       string
 	Family   napwakev1alpha1.IPFamily
@@ -161,7 +163,12 @@ func BuildAll(namespace, workload string, routes []napwakev1alpha1.Route, uids m
 }
 
 // Endpoints returns one Ready endpoint per doorman address of the family,
-// sorted by address so equal sets compare equal.
+// sorted by address so equal sets compare equal. The shape follows what
+// ingress controllers need (design.md section 5): ready, serving and
+// terminating are set explicitly (Traefik reads only serving, others only
+// ready), and no endpoint carries a targetRef: the doorman pods live in
+// another namespace than the slice, and controllers that look a targetRef
+// up in the slice's namespace skip or fail on it.
 func Endpoints(doormen []Doorman, family napwakev1alpha1.IPFamily) []discoveryv1.Endpoint {
 	var out []discoveryv1.Endpoint
 	seen := map[string]bool{}
@@ -179,15 +186,15 @@ func Endpoints(doormen []Doorman, family napwakev1alpha1.IPFamily) []discoveryv1
 		if d.NodeName != "" {
 			e.NodeName = ptr.To(d.NodeName)
 		}
-		if d.PodName != "" {
-			e.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: d.PodNS, Name: d.PodName}
-		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Addresses[0] < out[j].Addresses[0] })
 	return out
 }
 
+// ports returns the slice's ports: every one named like the Service port
+// (an unnamed Service port as name "", never nil: Traefik skips a port
+// without a name) with protocol TCP, which the doorman serves.
 func ports(routes []napwakev1alpha1.Route, fam napwakev1alpha1.IPFamily) []discoveryv1.EndpointPort {
 	var out []discoveryv1.EndpointPort
 	for _, r := range routes {

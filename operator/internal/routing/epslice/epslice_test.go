@@ -63,7 +63,7 @@ func TestBuild(t *testing.T) {
 		if len(e4) != 2 || e4[0].Addresses[0] != "10.0.0.1" || e4[1].Addresses[0] != "10.0.0.2" {
 			t.Fatalf("IPv4 endpoints %+v", e4)
 		}
-		if *e4[0].NodeName != "n1" || e4[0].TargetRef.Name != "doorman-a" || !*e4[0].Conditions.Ready {
+		if *e4[0].NodeName != "n1" || !*e4[0].Conditions.Ready {
 			t.Errorf("endpoint %+v", e4[0])
 		}
 		if len(e6) != 1 || e6[0].Addresses[0] != "fd00::1" {
