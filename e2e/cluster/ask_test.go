@@ -135,7 +135,7 @@ func scaleOperator(ctx context.Context, replicas int32) {
 func scenarioAskOverHTTP(ctx context.Context, ns string) {
 	app := asking("web", ns)
 	pausedAsking(ctx, app)
-	url := serviceURL(ctx, ns, app.Name, "/")
+	url := serviceIPURL(ctx, ns, app.Name, "/")
 
 	// What it turns away: the 503 to curl counts; a TCP check that connects
 	// and closes, and a browser shown the page, do not.
@@ -238,7 +238,7 @@ const chromeLikeUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML,
 func scenarioAskOverHTTPS(ctx context.Context, ns string) {
 	app := asking("site", ns)
 	pausedAsking(ctx, app)
-	upstream := serviceURL(ctx, ns, app.Name, "")
+	upstream := serviceIPURL(ctx, ns, app.Name, "")
 	frontIP := deployTLSFront(ctx, ns, "front", upstream)
 	url := "https://" + frontIP + "/"
 
@@ -300,4 +300,13 @@ func frontPod(ctx context.Context, ns, name string) string {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(pods.Items).To(HaveLen(1))
 	return pods.Items[0].Name
+}
+
+// serviceIPURL is the Service's address by its ClusterIP: the asleep page
+// shows the address a person opened, and a name would carry the namespace
+// the page must not name anywhere else.
+func serviceIPURL(ctx context.Context, ns, name, path string) string {
+	ip, err := fw.ClusterIP(ctx, ns, name)
+	Expect(err).NotTo(HaveOccurred())
+	return "http://" + ip + path
 }

@@ -97,7 +97,7 @@ var tookRE = regexp.MustCompile(` in ([0-9.]+m?s)\n`)
 // checks it got the whole chain's answer and that every tier ends Running,
 // and returns how long the request took as the client measured it.
 func requestTheFront(ctx context.Context, ns, pod string) time.Duration {
-	logs := clientGet(ctx, ns, pod, serviceURL(ctx, ns, "front", "/"))
+	logs := clientGet(ctx, ns, pod, serviceURL("front", ns, "/"))
 	Expect(logs).To(ContainSubstring("200 OK"), "the held request got the app's answer, not an error")
 	for _, name := range tiers {
 		Expect(logs).To(ContainSubstring("answer from "+name), "the front end's answer includes every tier's")

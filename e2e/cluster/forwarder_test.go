@@ -157,7 +157,7 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	Expect(wakeOnRequestOf(ctx, ns, app.Name).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
 
 	// From the node, through kube-proxy, as a load balancer's request would come.
-	resp, err := framework.HTTPGet(ctx, serviceURL(ctx, ns, app.Name, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
 	Expect([]any{resp.Status, resp.Body}).To(HaveExactElements(200, ContainSubstring("hello from the sample app")),
 		"the held request got the app's answer")
