@@ -11,7 +11,7 @@ import (
 // admits the forwarders to the doorman's routing ports.
 func TestTheNEGForwarderIsWiredWhenOn(t *testing.T) {
 	off := render(t)
-	if clusterRoleGrants(t, off, operatorName, "apps", "deployments", "create") {
+	if operatorGrantsOnDeployments(t, off, "create") {
 		t.Error("the operator may create Deployments with the forwarder off")
 	}
 	wantNoFlag(t, container(t, off.deployment(t, operatorName)), "neg-forwarder")
@@ -25,11 +25,11 @@ func TestTheNEGForwarderIsWiredWhenOn(t *testing.T) {
 	wantFlag(t, c, "forwarder-replicas", "3")
 	wantNoFlag(t, c, "forwarder-doorman-host")
 	for _, verb := range []string{"create", "delete", "patch"} {
-		if !clusterRoleGrants(t, objs, operatorName, "apps", "deployments", verb) {
+		if !operatorGrantsOnDeployments(t, objs, verb) {
 			t.Errorf("the operator may not %s Deployments with the forwarder on", verb)
 		}
 	}
-	if clusterRoleGrants(t, objs, operatorName, "apps", "deployments", "update") {
+	if operatorGrantsOnDeployments(t, objs, "update") {
 		t.Error("the operator may update Deployments whole")
 	}
 	policy := objs.get(t, "ValidatingAdmissionPolicy", operatorName+"-deployments-only-forwarders")

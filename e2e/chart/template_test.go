@@ -62,13 +62,14 @@ func wantNoFlag(t testing.TB, c corev1.Container, name string) {
 	}
 }
 
-// clusterRoleGrants says whether a rendered ClusterRole grants verb on resource.
-func clusterRoleGrants(t testing.TB, objs objects, name, group, resource, verb string) bool {
+// operatorGrantsOnDeployments says whether the operator's rendered
+// ClusterRole grants verb on Deployments.
+func operatorGrantsOnDeployments(t testing.TB, objs objects, verb string) bool {
 	t.Helper()
 	var cr rbacv1.ClusterRole
-	into(t, objs.get(t, "ClusterRole", name), &cr)
+	into(t, objs.get(t, "ClusterRole", operatorName), &cr)
 	for _, r := range cr.Rules {
-		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+		if slices.Contains(r.APIGroups, "apps") && slices.Contains(r.Resources, "deployments") && slices.Contains(r.Verbs, verb) {
 			return true
 		}
 	}

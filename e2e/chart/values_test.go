@@ -130,7 +130,7 @@ func componentValueCases() []valueCase {
 			check: func(t *testing.T, objs objects) {
 				t.Helper()
 				for _, verb := range []string{"create", "delete", "update"} {
-					if clusterRoleGrants(t, objs, operatorName, "apps", "deployments", verb) {
+					if operatorGrantsOnDeployments(t, objs, verb) {
 						t.Errorf("operator may %s Deployments", verb)
 					}
 				}
