@@ -69,7 +69,7 @@ func (c *conn) click(d Decision) Decision {
 		return decideAsk(ask.TooSoon, true, true)
 	}
 	s.waker.clicked(c.route.Workload)
-	go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(s.cfg.WakeRetry))
+	go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(answeredWakeFor))
 	d.Wake = false // woken here, not by answer
 	return d
 }

@@ -231,7 +231,7 @@ func (c *conn) answer(res classify.Result, d Decision) {
 	case NoReply:
 	}
 	if d.Wake {
-		go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(s.cfg.WakeRetry))
+		go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(answeredWakeFor))
 	}
 	if d.TurnedAway {
 		s.metrics.Wakes.WithLabelValues(metrics.ResultTurnedAway).Inc()

@@ -30,6 +30,13 @@ type waker struct {
 	lastWake map[string]woken
 }
 
+// answeredWakeFor is how long the wake of a caller that was answered (a
+// browser shown the waking-up page, a click) goes on being retried after
+// its connection is gone: its page reloads within seconds and each reload
+// wakes too, but a wake the API server refused must not end with the one
+// try it had (issue 20, item 3).
+const answeredWakeFor = time.Minute
+
 // patchTimeout bounds one wake patch: an API server that accepts the
 // connection and never answers must not stall the retries.
 const patchTimeout = 5 * time.Second

@@ -80,3 +80,20 @@ func TestAWakeTheAPIServerRefusedIsRetriedForTheCallersStillWaiting(t *testing.T
 		t.Fatalf("%d wakes stamped, want 1", n)
 	}
 }
+
+// A browser shown the waking-up page has left, but the wake it asked for
+// goes on being retried while the API server refuses it, not tried once.
+func TestABrowsersWakeIsRetriedAfterItsPageWasAnswered(t *testing.T) {
+	h := newHarness(t, testConfig(), testWorkload())
+	h.rec.mu.Lock()
+	h.rec.wakeErr = errors.New("the API server is away")
+	h.rec.mu.Unlock()
+	c := h.dial()
+	_, _ = c.Write([]byte(chromeNav))
+	readAll(t, c) // the waking-up page; the connection is closed
+	wait(t, "a few failed attempts", func() bool { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return h.rec.attempts >= 3 })
+	h.rec.mu.Lock()
+	h.rec.wakeErr = nil
+	h.rec.mu.Unlock()
+	wait(t, "the wake stamped once the API server is back", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
