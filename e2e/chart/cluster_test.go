@@ -397,6 +397,8 @@ func testAdmissionPolicies(t *testing.T) {
 		"the doorman records a wake")
 	wantAllowed(t, patchMW(t, doorman, "api", `{"metadata":{"annotations":{"napwake.dev/turned-away":"2026-10-23T18:04:12Z/3"}}}`),
 		"the doorman counts what it turned away")
+	wantAllowed(t, patchMW(t, doorman, "api", `{"metadata":{"annotations":{"napwake.dev/last-activity":"2026-10-23T18:06:00.5Z"}}}`),
+		"the doorman records connections it passes through as activity")
 	wantDenied(t, patchMW(t, doorman, "api", `{"metadata":{"annotations":{"napwake.dev/wake-requested":"2026-10-23T18:05:00Z"}}}`),
 		"the doorman sets wake-requested", onlyWakeAnns)
 	wantDenied(t, patchMW(t, doorman, "api", `{"spec":{"idleAfter":"1m"}}`),

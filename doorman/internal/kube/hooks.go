@@ -102,6 +102,19 @@ func stamped(mw *napwakev1alpha1.ManagedWorkload, now time.Time) bool {
 	return !last.Truncate(time.Second).Before(st.Pause.StartedAt.Time) && now.Sub(last) < proxy.WakeStands
 }
 
+// Active stamps napwake.dev/last-activity on w with the time now: the
+// connections passing through to it are activity. A plain merge patch:
+// the latest time is all that matters.
+func (h *Hooks) Active(ctx context.Context, w proxy.Workload) error {
+	mw := &napwakev1alpha1.ManagedWorkload{}
+	mw.Namespace, mw.Name = w.Namespace, w.Name
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, napwakev1alpha1.AnnotationLastActivity, h.clock.Now().UTC().Format(time.RFC3339Nano))
+	if err := h.client.Patch(ctx, mw, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("stamping activity on ManagedWorkload %s: %w", w.Key(), err)
+	}
+	return nil
+}
+
 // RouteConflict warns, on every ManagedWorkload claiming c's port, that the
 // doorman serves none of them there.
 func (h *Hooks) RouteConflict(_ context.Context, c Conflict) {

@@ -224,8 +224,9 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	c := h.dial()
 	_, _ = c.Write([]byte("x"))
 	wait(t, "the refused wake", func() bool { return h.rejections(CapWakePerSource) == 1 })
-	// The wake retry is the only timer on the injected clock.
-	wait(t, "the retry timer", func() bool { return fc.Waiters() == 1 })
+	// The injected clock's timers: the activity reporter's ticker and the
+	// wake retry.
+	wait(t, "the retry timer", func() bool { return fc.Waiters() == 2 })
 	h.srv.waker.mu.Lock()
 	h.srv.waker.limiter.sources[netip.MustParseAddr("127.0.0.1")] = rate.NewLimiter(rate.Every(time.Hour), 1)
 	h.srv.waker.mu.Unlock()

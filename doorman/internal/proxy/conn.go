@@ -356,6 +356,8 @@ func (c *conn) pass(eps []netip.AddrPort) error {
 	}
 	s.metrics.Passing.Inc()
 	defer s.metrics.Passing.Dec()
+	s.activity.add(c.route.Workload, 1)
+	defer s.activity.add(c.route.Workload, -1)
 	s.pipe(s.ctx, c.sock, backend)
 	return nil
 }

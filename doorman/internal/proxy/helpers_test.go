@@ -40,7 +40,8 @@ type recorder struct {
 	turnedAway int
 	notServed  []string
 	wakeErr    error
-	attempts   int // Wake calls, failed or not
+	attempts   int      // Wake calls, failed or not
+	active     []string // Active calls, by workload
 	// wakeGate, when set, holds every Wake until it is closed (or the
 	// patch's context ends): an API server slow to answer.
 	wakeGate chan struct{}
@@ -96,6 +97,13 @@ func (r *recorder) Wake(ctx context.Context, w Workload, service string, from ne
 		return r.wakeErr
 	}
 	r.wakes = append(r.wakes, w.Key()+" "+service+" "+from.String())
+	return nil
+}
+
+func (r *recorder) Active(_ context.Context, w Workload) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.active = append(r.active, w.Key())
 	return nil
 }
 

@@ -35,6 +35,9 @@ type Hooks interface {
 	// reading again on a conflict, so two pods clicking at once make one
 	// wake; it emits WokenByRequest saying a person asked.
 	Click(ctx context.Context, w Workload, service string, from netip.Addr) (woke bool, err error)
+	// Active stamps napwake.dev/last-activity on w: connections to it pass
+	// through the doorman (during a wake, the linger and the drain).
+	Active(ctx context.Context, w Workload) error
 }
 
 // Keys gives the wake key ring a workload that asks signs and verifies its
@@ -151,6 +154,8 @@ type Server struct {
 	closing   bool
 	conns     map[*net.TCPConn]int // live connections (callers and pods) by doorman port
 	wg        sync.WaitGroup
+
+	activity passingActivity
 }
 
 type portListener struct {
@@ -185,6 +190,7 @@ func (s *Server) Start(ctx context.Context) {
 	s.waker.log = s.log
 	// Cancelling ctx ends every wait at once: a closed socket ends its read.
 	context.AfterFunc(ctx, s.closeAll)
+	go s.activity.report(ctx, s.cfg.Clock, s.hooks, s.log)
 	// Grow the descriptor table now, not in the middle of a wake (see
 	// package fdtable).
 	want := s.cfg.Limits.descriptors()

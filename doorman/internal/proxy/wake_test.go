@@ -3,6 +3,8 @@ package proxy
 import (
 	"errors"
 	"testing"
+
+	clocktesting "k8s.io/utils/clock/testing"
 	"time"
 )
 
@@ -96,4 +98,33 @@ func TestABrowsersWakeIsRetriedAfterItsPageWasAnswered(t *testing.T) {
 	h.rec.wakeErr = nil
 	h.rec.mu.Unlock()
 	wait(t, "the wake stamped once the API server is back", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+// A connection passing through to a workload is its activity: every
+// ActivityEvery while it passes the workload is reported active, and not
+// once it has ended.
+func TestConnectionsPassingThroughAreReportedAsActivity(t *testing.T) {
+	cfg := testConfig()
+	fc := clocktesting.NewFakeClock(time.Now())
+	cfg.Clock = fc
+	w := testWorkload()
+	w.Phase = "Running" // a route lingering after the wake
+	h := newHarness(t, cfg, w)
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	c := h.dial()
+	_, _ = c.Write([]byte("ping"))
+	wait(t, "the connection passing", func() bool { return b.accepted() == 1 })
+	active := func() int { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return len(h.rec.active) }
+	wait(t, "the reporter's ticker", func() bool { return fc.HasWaiters() })
+	fc.Step(ActivityEvery)
+	wait(t, "the workload reported active", func() bool { return active() == 1 })
+	_ = c.Close()
+	wait(t, "the connection ended", func() bool { return len(h.srv.activity.busy()) == 0 })
+	fc.Step(ActivityEvery)
+	fc.Step(ActivityEvery)
+	if n := active(); n != 1 {
+		t.Fatalf("reported active %d times, want once: nothing passes after the first tick", n)
+	}
 }

@@ -79,6 +79,7 @@ func (nopHooks) TurnedAway(proxy.Workload) {}
 
 // NotServed does nothing.
 func (nopHooks) NotServed(proxy.Workload, string, time.Duration, string) {}
+func (nopHooks) Active(context.Context, proxy.Workload) error            { return nil }
 
 // Click wakes at once.
 func (nopHooks) Click(context.Context, proxy.Workload, string, netip.Addr) (bool, error) {
