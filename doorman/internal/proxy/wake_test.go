@@ -3,9 +3,9 @@ package proxy
 import (
 	"errors"
 	"testing"
+	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
-	"time"
 )
 
 // Callers held at the same moment share one wake: however many arrive
