@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/idlelevel"
 )
 
 // servePodMetrics makes the API server serve metrics.k8s.io/v1beta1 pods,
@@ -79,8 +80,8 @@ func podMetrics(ns, name, cpu string) *unstructured.Unstructured {
 
 // TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel drives the default signal
 // through a real API server: a JVM-like pod idling at 30m (busy under the
-// old fixed 20m bar) teaches its level and then pauses when left alone,
-// while a pod clearly above that level keeps it Running.
+// old fixed 20m bar) is kept up while its level is learned (MinHours), then
+// pauses when left alone at that level.
 func TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel(t *testing.T) {
 	f := newFixture(t, 2)
 	servePodMetrics(t, f)
@@ -97,12 +98,18 @@ func TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel(t *testing.T) {
 		t.Fatalf("ActivitySignals %+v, want True SignalsConfigured", c)
 	}
 
-	// Quiet for longer than quietFor: the sample teaches the level.
+	// Quiet for longer than quietFor: the first sample, not yet trusted,
+	// so the pod's 30m counts as use and keeps the workload up.
 	f.clock.Step(3 * time.Minute)
 	f.reconcile()
 	u := f.managedWorkload().Status.Usage
-	if u == nil || u.IdleMilliCPU != 30 || u.BusyAboveMilliCPU != 45 || len(u.HourlyLows) != 1 || u.HourlyLows[0] != 30 {
-		t.Fatalf("status.usage %+v, want idle level 30m, busy from 45m, hourly lows [30]", u)
+	if u == nil || u.IdleMilliCPU != 0 || u.BusyAboveMilliCPU != 1 || len(u.HourlyLows) != 1 || u.HourlyLows[0] != 30 {
+		t.Fatalf("status.usage %+v, want hourly lows [30], not trusted yet (level 0, busy from 1m)", u)
+	}
+	learnHours(f, idlelevel.MinHours-1)
+	u = f.managedWorkload().Status.Usage
+	if u.IdleMilliCPU != 30 || u.BusyAboveMilliCPU != 45 || len(u.HourlyLows) != idlelevel.MinHours {
+		t.Fatalf("status.usage %+v after %d hours, want idle level 30m, busy from 45m", u, idlelevel.MinHours)
 	}
 
 	// At its own idle level it is idle: it pauses idleAfter after it was
@@ -111,6 +118,20 @@ func TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel(t *testing.T) {
 	f.reconcile()
 	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePausing {
 		t.Fatalf("phase %q with only a pod at its idle level, want Pausing", p)
+	}
+}
+
+// learnHours reconciles once an hour for n hours: until the level is
+// trusted the pods' use counts as activity, so the workload stays Running,
+// and each hour's sample is learned.
+func learnHours(f *fixture, n int) {
+	f.t.Helper()
+	for range n {
+		f.clock.Step(time.Hour)
+		f.reconcile()
+		if mw := f.managedWorkload(); mw.Status.Phase != napwakev1alpha1.PhaseRunning || mw.Status.LastActivitySource != napwakev1alpha1.SourceUsage {
+			f.t.Fatalf("phase %q source %q while the idle level is being learned, want Running kept by usage", mw.Status.Phase, mw.Status.LastActivitySource)
+		}
 	}
 }
 
@@ -125,6 +146,7 @@ func TestAPodAboveTheIdleLevelKeepsItsWorkloadRunning(t *testing.T) {
 	f.runToRunning()
 	f.clock.Step(3 * time.Minute)
 	f.reconcile()
+	learnHours(f, idlelevel.MinHours-1)
 	if u := f.managedWorkload().Status.Usage; u == nil || u.IdleMilliCPU != 3 || u.BusyAboveMilliCPU != 4 {
 		t.Fatalf("status.usage %+v, want idle level 3m, busy from 4m", u)
 	}

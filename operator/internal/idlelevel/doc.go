@@ -10,8 +10,10 @@
 // hour without one, the last 24, newest last), and the
 // level is the 25th percentile of those hourly lows, so one odd hour (a pod
 // restarting at 0m, a busy hour with no quiet minute) moves it little. Until
-// the first sample the level is 0: everything above the margin is busy,
-// which can only keep a workload up longer, never pause it under its users.
+// MinHours hours have a sample the level is 0: everything above the margin
+// is busy, which can only keep a workload up longer, never pause it under
+// its users (in its first hours a workload in steady use would otherwise
+// learn its use as its idle level).
 //
 // It is pure: the reconciler passes samples and times and stores the
 // result in status.usage, so the level survives an operator restart. It

@@ -64,8 +64,16 @@ func Observe(s State, now time.Time, milli int64) (State, bool) {
 	return State{Lows: lows, Hour: hour}, true
 }
 
-// Level is the learned idle level in millicores, and whether anything has
-// been learned yet: the 25th percentile (nearest rank) of the hourly lows.
+// MinHours is how many hours of the last day must have a sample before the
+// level is trusted. Within the first hours a workload in steady use looks
+// like one idling at that use, and learning it would pause the workload
+// under its users; until then the level is 0, so any use above the margin
+// keeps it up.
+const MinHours = 6
+
+// Level is the learned idle level in millicores, and whether it has been
+// learned: the 25th percentile (nearest rank) of the hourly lows, once
+// MinHours of them are known.
 func Level(s State) (int64, bool) {
 	sorted := make([]int64, 0, len(s.Lows))
 	for _, l := range s.Lows {
@@ -73,7 +81,7 @@ func Level(s State) (int64, bool) {
 			sorted = append(sorted, l)
 		}
 	}
-	if len(sorted) == 0 {
+	if len(sorted) < MinHours {
 		return 0, false
 	}
 	slices.Sort(sorted)

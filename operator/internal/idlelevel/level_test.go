@@ -67,10 +67,11 @@ func TestLevel(t *testing.T) {
 	}{
 		{"nothing learned is level 0, unknown", nil, 0, false},
 		{"only hours without samples is unknown", []int64{None, None}, 0, false},
-		{"one hour is its low", []int64{30}, 30, true},
-		{"the 25th percentile of four hours is the lowest", []int64{40, 30, 50, 60}, 30, true},
+		{"fewer than MinHours hours are not trusted", []int64{30, 31, 29, 30, 33}, 0, false},
+		{"MinHours hours are: the 25th percentile", []int64{40, 30, 50, 60, 45, 35}, 35, true},
 		{"a JVM's day: one restart at 0m barely moves it", []int64{0, 31, 29, 30, 33, 30, 28, 32}, 28, true},
-		{"None entries are left out", []int64{None, 12, None, 10, 11, None}, 10, true},
+		{"None entries are left out, and do not count as hours learned", []int64{None, 12, None, 10, 11, None, 13, 14, 10}, 10, true},
+		{"hours without a sample do not make up MinHours", []int64{None, None, None, 10, 11, None, 13, 14}, 0, false},
 		{"a busy day with quiet nights learns the nights", []int64{2, 2, 2, 2, 2, 2, 2, 2, 40, 45, 50, 60, 55, 50, 40, 40, 45, 60, 50, 3, 2, 2, 2, 2}, 2, true},
 	}
 	for _, tt := range tests {
@@ -84,8 +85,8 @@ func TestLevel(t *testing.T) {
 }
 
 func TestBusy(t *testing.T) {
-	jvm := State{Lows: []int64{30, 31, 29, 30}, Hour: t0} // level 29, busy from 43
-	goApp := State{Lows: []int64{0, 1, 0, 0}, Hour: t0}   // level 0, busy from 1
+	jvm := State{Lows: []int64{30, 31, 29, 30, 32, 30}, Hour: t0} // level 30, busy from 45
+	goApp := State{Lows: []int64{0, 1, 0, 0, 0, 1}, Hour: t0}     // level 0, busy from 1
 	tests := []struct {
 		name  string
 		state State
@@ -93,12 +94,13 @@ func TestBusy(t *testing.T) {
 		want  bool
 	}{
 		{"a JVM at its idle level is not busy", jvm, 30, false},
-		{"a JVM just under half again its level is not busy", jvm, 42, false},
-		{"a JVM at half again its level is busy", jvm, 43, true},
+		{"a JVM just under half again its level is not busy", jvm, 44, false},
+		{"a JVM at half again its level is busy", jvm, 45, true},
 		{"a Go app idling at 0m is busy at 1m", goApp, 1, true},
 		{"a Go app at 0m is not busy", goApp, 0, false},
 		{"with nothing learned, 1m is busy", State{}, 1, true},
 		{"with nothing learned, 20m (the old fixed bar) is busy", State{}, 20, true},
+		{"a JVM's first hours: its idle use keeps it up", State{Lows: []int64{30, 31}, Hour: t0}, 30, true},
 		{"with nothing learned, 0m is not busy", State{}, 0, false},
 	}
 	for _, tt := range tests {
