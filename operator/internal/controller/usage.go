@@ -84,7 +84,7 @@ func (u *MetricsAPIUsage) PeakMilliCPU(ctx context.Context, namespace string, se
 	var peak int64
 	for _, pod := range list.Items {
 		containers, _, _ := unstructured.NestedSlice(pod.Object, "containers")
-		var milli int64
+		var nano int64 // summed exactly, then rounded down: metrics-server reports nanocores
 		for _, c := range containers {
 			m, ok := c.(map[string]any)
 			if !ok {
@@ -92,10 +92,12 @@ func (u *MetricsAPIUsage) PeakMilliCPU(ctx context.Context, namespace string, se
 			}
 			cpu, _, _ := unstructured.NestedString(m, "usage", "cpu")
 			if q, err := resource.ParseQuantity(cpu); err == nil {
-				milli += q.MilliValue()
+				nano += q.ScaledValue(resource.Nano)
 			}
 		}
-		peak = max(peak, milli)
+		// Rounded down, not up as MilliValue does: an idle pod at 0.05m is
+		// 0m, not 1m, or every idle workload would look busy.
+		peak = max(peak, nano/1_000_000)
 	}
 	return peak, len(list.Items), nil
 }

@@ -168,3 +168,21 @@ func TestAPodAboveTheIdleLevelKeepsItsWorkloadRunning(t *testing.T) {
 		t.Fatalf("phase %q once only a quiet pod is left, want Pausing", p)
 	}
 }
+
+// An idle pod's sub-millicore usage (metrics-server reports nanocores) is
+// rounded down: 0.05m is 0m, or every idle workload would look busy.
+func TestPeakCPUIsRoundedDownToWholeMillicores(t *testing.T) {
+	f := newFixture(t, 2)
+	servePodMetrics(t, f)
+	usage := &MetricsAPIUsage{Reader: k8s, Discovery: discovery.NewDiscoveryClientForConfigOrDie(restCfg), Clock: f.clock}
+	must(t, k8s.Create(f.ctx, podMetrics(f.ns, "api-1", "50000n")))
+	must(t, k8s.Create(f.ctx, podMetrics(f.ns, "api-2", "999999n")))
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}
+	if milli, pods, err := usage.PeakMilliCPU(f.ctx, f.ns, sel); err != nil || milli != 0 || pods != 2 {
+		t.Fatalf("PeakMilliCPU = %d over %d pods, %v; want 0m over 2 (0.05m and 0.999999m)", milli, pods, err)
+	}
+	must(t, k8s.Create(f.ctx, podMetrics(f.ns, "api-3", "1500000n")))
+	if milli, _, err := usage.PeakMilliCPU(f.ctx, f.ns, sel); err != nil || milli != 1 {
+		t.Fatalf("PeakMilliCPU = %d, %v; want 1m (1.5m rounded down)", milli, err)
+	}
+}
