@@ -103,8 +103,8 @@ func TestAWorkloadIsBusyOnlyAboveItsOwnIdleLevel(t *testing.T) {
 	f.clock.Step(3 * time.Minute)
 	f.reconcile()
 	u := f.managedWorkload().Status.Usage
-	if u == nil || u.IdleMilliCPU != 0 || u.BusyAboveMilliCPU != 1 || len(u.HourlyLows) != 1 || u.HourlyLows[0] != 30 {
-		t.Fatalf("status.usage %+v, want hourly lows [30], not trusted yet (level 0, busy from 1m)", u)
+	if u == nil || u.IdleMilliCPU != 0 || u.BusyAboveMilliCPU != 2 || len(u.HourlyLows) != 1 || u.HourlyLows[0] != 30 {
+		t.Fatalf("status.usage %+v, want hourly lows [30], not trusted yet (level 0, busy from 2m)", u)
 	}
 	learnHours(f, idlelevel.MinHours-1)
 	u = f.managedWorkload().Status.Usage
@@ -147,8 +147,8 @@ func TestAPodAboveTheIdleLevelKeepsItsWorkloadRunning(t *testing.T) {
 	f.clock.Step(3 * time.Minute)
 	f.reconcile()
 	learnHours(f, idlelevel.MinHours-1)
-	if u := f.managedWorkload().Status.Usage; u == nil || u.IdleMilliCPU != 3 || u.BusyAboveMilliCPU != 4 {
-		t.Fatalf("status.usage %+v, want idle level 3m, busy from 4m", u)
+	if u := f.managedWorkload().Status.Usage; u == nil || u.IdleMilliCPU != 3 || u.BusyAboveMilliCPU != 5 {
+		t.Fatalf("status.usage %+v, want idle level 3m, busy from 5m", u)
 	}
 	busy := podMetrics(f.ns, "api-2", "5m")
 	must(t, k8s.Create(f.ctx, busy))
