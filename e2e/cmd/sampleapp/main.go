@@ -32,6 +32,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "get" {
 		os.Exit(get(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "load" {
+		os.Exit(load(os.Args[2:]))
+	}
 	if err := serve(); err != nil {
 		fmt.Fprintln(os.Stderr, "sampleapp:", err)
 		os.Exit(1)
@@ -174,6 +177,35 @@ func greetLoop(ln net.Listener, host string) {
 }
 
 // get is a tiny curl: prints the status line, headers and body of one GET.
+// load sends GET URL every --every for --for, as a user's steady use of a
+// workload, and prints how many answers came back.
+func load(args []string) int {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	every := fs.Duration("every", 10*time.Millisecond, "time between requests")
+	length := fs.Duration("for", time.Minute, "how long to go on")
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: sampleapp load [--every D] [--for D] URL")
+		return 2
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	ok, failed := 0, 0
+	t := time.NewTicker(*every)
+	defer t.Stop()
+	for end := time.Now().Add(*length); time.Now().Before(end); <-t.C {
+		resp, err := client.Get(fs.Arg(0))
+		if err != nil {
+			failed++
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		ok++
+	}
+	fmt.Printf("%d answered, %d failed\n", ok, failed)
+	return 0
+}
+
 func get(args []string) int {
 	fs := flag.NewFlagSet("get", flag.ExitOnError)
 	ua := fs.String("user-agent", "sampleapp-client/1", "User-Agent to send")
