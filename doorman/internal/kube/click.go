@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -30,6 +31,26 @@ const clickAttempts = 3
 // (another pod's click, or any other write) it reads again, so of two pods
 // clicking at once one wakes and the other sees its stamp.
 func (h *Hooks) Click(ctx context.Context, w proxy.Workload, service string, from netip.Addr) (bool, error) {
+	woke, err := h.stampRequest(ctx, w, from, func(mw *napwakev1alpha1.ManagedWorkload, now time.Time) bool {
+		return ask.RecentWake(lastRequest(mw), now)
+	}, "Woken by a person who pressed Wake it, through Service %s", service)
+	if errors.Is(err, errKeptChanging) {
+		return false, nil // answered as too soon rather than held up
+	}
+	return woke, err
+}
+
+// errKeptChanging: the ManagedWorkload changed under every attempt.
+var errKeptChanging = errors.New("it kept changing")
+
+// stampRequest stamps last-request and last-request-from on w's
+// ManagedWorkload, read from the API server (not the cache), unless skip
+// says it needs none; the patch is guarded by the resourceVersion read,
+// and a conflict reads again, at most clickAttempts times. It emits
+// WokenByRequest with the message given once it stamped, and reports
+// whether it did.
+func (h *Hooks) stampRequest(ctx context.Context, w proxy.Workload, from netip.Addr,
+	skip func(*napwakev1alpha1.ManagedWorkload, time.Time) bool, event string, args ...any) (bool, error) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 	for range clickAttempts {
 		var mw napwakev1alpha1.ManagedWorkload
@@ -37,13 +58,15 @@ func (h *Hooks) Click(ctx context.Context, w proxy.Workload, service string, fro
 			return false, fmt.Errorf("getting ManagedWorkload %s: %w", key, err)
 		}
 		now := h.clock.Now()
-		if ask.RecentWake(lastRequest(&mw), now) {
+		if skip(&mw, now) {
 			return false, nil
 		}
 		orig := mw.DeepCopy()
 		if mw.Annotations == nil {
 			mw.Annotations = map[string]string{}
 		}
+		// Sub-second precision (design.md section 6): the operator compares
+		// it with the pause's start at the precision both carry.
 		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339Nano)
 		mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom] = from.String()
 		err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
@@ -51,13 +74,12 @@ func (h *Hooks) Click(ctx context.Context, w proxy.Workload, service string, fro
 		case apierrors.IsConflict(err):
 			continue
 		case err != nil:
-			return false, fmt.Errorf("stamping a click on ManagedWorkload %s: %w", key, err)
+			return false, fmt.Errorf("stamping a wake request on ManagedWorkload %s: %w", key, err)
 		}
-		h.recorder.Eventf(&mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest,
-			"Woken by a person who pressed Wake it, through Service %s", service)
+		h.recorder.Eventf(&mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest, event, args...)
 		return true, nil
 	}
-	return false, nil
+	return false, fmt.Errorf("stamping a wake request on ManagedWorkload %s: %w under %d attempts", key, errKeptChanging, clickAttempts)
 }
 
 // lastRequest is mw's napwake.dev/last-request; zero when unset or not

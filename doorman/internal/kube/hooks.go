@@ -55,35 +55,8 @@ func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveC
 // by the resourceVersion it read, reading again on a conflict, so of two
 // pods waking at once one stamps and the other sees its stamp.
 func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
-	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	for range clickAttempts {
-		var mw napwakev1alpha1.ManagedWorkload
-		if err := h.client.Get(ctx, key, &mw); err != nil {
-			return fmt.Errorf("getting ManagedWorkload %s: %w", key, err)
-		}
-		now := h.clock.Now()
-		if stamped(&mw, now) {
-			return nil
-		}
-		orig := mw.DeepCopy()
-		if mw.Annotations == nil {
-			mw.Annotations = map[string]string{}
-		}
-		// Sub-second precision (design.md section 6): the operator compares
-		// it with the pause's start at the precision both carry.
-		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339Nano)
-		mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom] = from.String()
-		err := h.client.Patch(ctx, &mw, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case apierrors.IsConflict(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("patching ManagedWorkload %s: %w", key, err)
-		}
-		h.recorder.Eventf(&mw, corev1.EventTypeNormal, napwakev1alpha1.EventWokenByRequest, "Woken by a request to Service %s", service)
-		return nil
-	}
-	return fmt.Errorf("stamping a wake on ManagedWorkload %s: it kept changing under %d attempts", key, clickAttempts)
+	_, err := h.stampRequest(ctx, w, from, stamped, "Woken by a request to Service %s", service)
+	return err
 }
 
 // stamped says whether mw needs no wake stamp at now: it is not Paused or

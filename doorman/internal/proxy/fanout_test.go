@@ -128,14 +128,7 @@ func TestAPassedConnectionsSocketBuffersAreCapped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.SocketBuffer = tc.buf
-			w := testWorkload()
-			w.Phase = "Resuming"
-			h := newHarness(t, cfg, w)
-			b := newBackend(t)
-			b.set(nil, true)
-			h.ready(b)
-			c := h.dial()
-			_, _ = c.Write([]byte("ping"))
+			h, _, c := echoPassing(t, cfg, "Resuming")
 			got := make([]byte, 4)
 			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping" {

@@ -340,3 +340,19 @@ func (r *recorder) firstWake() string {
 	}
 	return w[0]
 }
+
+// echoPassing starts a harness for a workload in phase with an echoing pod
+// Ready, and a caller that has sent "ping": the connection goes straight
+// through.
+func echoPassing(t *testing.T, cfg Config, phase string) (*harness, *backend, *net.TCPConn) {
+	t.Helper()
+	w := testWorkload()
+	w.Phase = phase
+	h := newHarness(t, cfg, w)
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	c := h.dial()
+	_, _ = c.Write([]byte("ping"))
+	return h, b, c
+}

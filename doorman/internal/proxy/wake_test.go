@@ -107,14 +107,7 @@ func TestConnectionsPassingThroughAreReportedAsActivity(t *testing.T) {
 	cfg := testConfig()
 	fc := clocktesting.NewFakeClock(time.Now())
 	cfg.Clock = fc
-	w := testWorkload()
-	w.Phase = "Running" // a route lingering after the wake
-	h := newHarness(t, cfg, w)
-	b := newBackend(t)
-	b.set(nil, true)
-	h.ready(b)
-	c := h.dial()
-	_, _ = c.Write([]byte("ping"))
+	h, b, c := echoPassing(t, cfg, "Running") // a route lingering after the wake
 	wait(t, "the connection passing", func() bool { return b.accepted() == 1 })
 	active := func() int { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return len(h.rec.active) }
 	wait(t, "the reporter's ticker", func() bool { return fc.HasWaiters() })
