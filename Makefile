@@ -22,6 +22,8 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 IMAGE_PREFIX ?= napwake.local
 GOTEST_FLAGS ?= -race -count=1
 FUZZTIME ?= 30s
+# How long `make soak` runs its traffic after the baseline.
+SOAK_DURATION ?= 30m
 # envtest's etcd, kube-apiserver and kubectl: built from source once, cached by version.
 ASSETS = $$($(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl | tail -n 1)
 
@@ -57,6 +59,12 @@ test-unit: ## Unit and envtest suites of every module, with -race.
 .PHONY: e2e
 e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings it up if needed.
 	@$(ROOT)/hack/e2e.sh
+
+.PHONY: soak
+soak: ## Soak on a fresh local cluster, then take it down: pauses, wakes, held requests, doorman restarts for SOAK_DURATION (default 30m); docs/bench/soak.md.
+	@$(ROOT)/hack/testbed/cluster.sh down
+	@rc=0; { $(MAKE) --no-print-directory cluster-up images && SOAK_DURATION=$(SOAK_DURATION) $(ROOT)/hack/soak.sh; } || rc=$$?; \
+	  $(ROOT)/hack/testbed/cluster.sh down; exit $$rc
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each; corpora live in testdata/fuzz.

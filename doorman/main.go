@@ -35,9 +35,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/addr"
@@ -98,6 +100,11 @@ func runUntil(stop context.Context, args []string) error {
 		return err
 	}
 	log.Info("Starting", "version", version.Get("doorman").String(), "pod", cfg.PodName)
+	// controller-runtime's cache and client-go log through these: without
+	// them their lines are dropped (controller-runtime warns once and says
+	// nothing more) or written in klog's own format.
+	crlog.SetLogger(log)
+	klog.SetLogger(log)
 
 	restCfg, err := ctrlconfig.GetConfig()
 	if err != nil {
@@ -110,7 +117,7 @@ func runUntil(stop context.Context, args []string) error {
 	if err := napwakev1alpha1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
 	}
-	cache, err := kube.NewCache(restCfg, scheme)
+	cache, err := kube.NewCache(restCfg, scheme, log.WithName("rewatch"))
 	if err != nil {
 		return fmt.Errorf("creating the informer cache: %w", err)
 	}
@@ -144,6 +151,7 @@ func runUntil(stop context.Context, args []string) error {
 		Limits:        proxy.DefaultLimits(),
 		SocketBuffer:  socketBuffer(cfg.PassSocketBuffer),
 	}, table, hooks, m)
+	m.ObserveTables(proxy.TableNames, srv.TableSizes)
 	watcher := kube.NewWatcher(cache, table, srv, addr.Rules{Self: cfg.PodIPs})
 	watcher.OnConflict = hooks.RouteConflict
 

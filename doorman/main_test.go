@@ -40,10 +40,29 @@ func get(url string) (int, string) {
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childEnv); ok {
+		runChild(args)
+	}
 	os.Exit(testenv.Run(m, func(s *testenv.Suite) error {
 		cfg = s.Config
 		return nil
 	}))
+}
+
+// kubeconfigFile writes a kubeconfig for the package's API server, for the
+// doorman's client-config loading (KUBECONFIG).
+func kubeconfigFile(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	kc.CurrentContext = "envtest"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // TestTheDoormanRunsAndStopsInOrder runs the real binary's run loop
@@ -51,16 +70,7 @@ func TestMain(m *testing.M) {
 // (the first connection after /readyz turns 200 is answered), metrics served, and on stop not Ready at once, serving through
 // the serve period, then closed.
 func TestTheDoormanRunsAndStopsInOrder(t *testing.T) {
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	kc.CurrentContext = "envtest"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("KUBECONFIG", kubeconfigFile(t))
 	t.Setenv("POD_NAME", "napwake-doorman-0")
 	t.Setenv("POD_IPS", "10.0.0.7")
 

@@ -16,9 +16,7 @@ out=$root/_out
 mkdir -p "$out/images"
 step "Building the end-to-end suite and the sample app image"
 go test -c -tags e2e -o "$out/e2e-cluster.test" ./e2e/cluster
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/sampleapp" ./e2e/cmd/sampleapp
-GOWORK=off go -C hack/tools build -o "$root/bin/imagebuild" ./imagebuild
-"$root/bin/imagebuild" --binary "$out/sampleapp" --image napwake.local/napwake-sampleapp:e2e --out "$out/images/sampleapp.tar" >/dev/null
+"$here/sampleapp-image.sh"
 "$here/testbed/cluster.sh" load-image "$out"/images/*.tar
 
 step "Building kubectl-napwake and a second doorman image tag for the upgrade scenario"
@@ -33,13 +31,9 @@ export NAPWAKE_E2E_PROMETHEUS_NAMESPACE=napwake-e2e-prometheus
 export NAPWAKE_PROMETHEUS_URL="http://prometheus.$NAPWAKE_E2E_PROMETHEUS_NAMESPACE.svc"
 # The ingress scenarios reach the test bed's Traefik.
 eval "$("$here/testbed/cluster.sh" ingress-env)"
-# The NEG forwarder is on. Forwarders find the doorman through a fixed
-# ClusterIP, of a Service the forwarder scenario points at the doorman pods
-# on the routes' ports (the default, the headless Service's DNS name, is
-# what a real cluster uses).
+# The NEG forwarder is on. Forwarders find the doorman by the chart's
+# default, the headless Service's DNS name, as on a real cluster.
 export NAPWAKE_NEG_FORWARDER=1
-export NAPWAKE_E2E_FORWARDER_DOORMAN_IP=10.96.200.91
-export NAPWAKE_FORWARDER_DOORMAN_HOST=$NAPWAKE_E2E_FORWARDER_DOORMAN_IP
 existed=""
 "$here/testbed/cluster.sh" exec kubectl get deployment -n napwake-system napwake-operator >/dev/null 2>&1 && existed=1
 "$here/install-napwake.sh"
@@ -52,6 +46,7 @@ fi
 export NAPWAKE_E2E_NAMESPACE=napwake-system
 export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"
 export NAPWAKE_E2E_UPGRADE_DOORMAN="'$here/install-napwake.sh' --set doorman.image.tag=$upgrade_tag"
+export NAPWAKE_E2E_TESTBED="$here/testbed/cluster.sh"
 export NAPWAKE_E2E_INSTALL="'$here/install-napwake.sh'"
 export NAPWAKE_E2E_COLDSTART_OUT="$out/coldstart.txt"
 

@@ -14,6 +14,8 @@ import (
 	"io"
 	"os"
 
+	"k8s.io/klog/v2"
+
 	"napwake.dev/operator/internal/config"
 	"napwake.dev/operator/internal/controller"
 	"napwake.dev/operator/internal/manager"
@@ -57,11 +59,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log.Info("Napwake operator", "version", version.Get(component).String())
+	klog.SetLogger(log) // client-go's reflectors and leader election; once, before anything runs
 	rest, err := manager.RESTConfig()
 	if err != nil {
 		return err
 	}
-	return manager.Run(ctx, manager.Options{Config: cfg, REST: rest, Log: log, NewRouter: newRouter})
+	return manager.Run(ctx, manager.Options{Config: cfg, REST: rest, Log: log, NewRouter: newRouter, LeaderIdentity: os.Getenv("POD_NAME")})
 }
 
 // newRouter builds the Router: the one place routing is wired in. With

@@ -99,30 +99,6 @@ type DependencyRef struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// ForecastSpec turns on the forecast's actions. The forecast is not built
-// yet, so the API server refuses either switch on rather than accept a
-// setting nothing acts on.
-// +kubebuilder:validation:XValidation:rule="!(has(self.autoResume) && self.autoResume) && !(has(self.pauseEarly) && self.pauseEarly)",message="the forecast is not built yet: spec.forecast.autoResume and spec.forecast.pauseEarly must stay false until it is"
-type ForecastSpec struct {
-	// AutoResume wakes the workload before the hours people usually come.
-	// +kubebuilder:default=false
-	// +optional
-	AutoResume bool `json:"autoResume,omitempty"`
-
-	// PauseEarly pauses before idleAfter in hours expected to be quiet. A
-	// workload whose wake mode is Ask never pauses early.
-	// +kubebuilder:default=false
-	// +optional
-	PauseEarly bool `json:"pauseEarly,omitempty"`
-
-	// TimeZone is the IANA zone the forecast's week is counted in.
-	// +kubebuilder:default=UTC
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+\-/]+$`
-	// +optional
-	TimeZone string `json:"timeZone,omitempty"`
-}
-
 // ManagedWorkloadSpec is what the user asks of Napwake for one workload.
 // +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef",message="targetRef is immutable; delete and recreate the ManagedWorkload to manage another workload"
 type ManagedWorkloadSpec struct {
@@ -158,6 +134,10 @@ type ManagedWorkloadSpec struct {
 	// Forecast turns on the forecast's actions.
 	// +optional
 	Forecast *ForecastSpec `json:"forecast,omitempty"`
+
+	// Schedule lists the hours the workload is awake by policy.
+	// +optional
+	Schedule *ScheduleSpec `json:"schedule,omitempty"`
 }
 
 // Phase is where a ManagedWorkload is in its pause/wake cycle.
@@ -293,24 +273,6 @@ type DependenciesStatus struct {
 	Learned []LearnedDependency `json:"learned,omitempty"`
 }
 
-// ForecastStatus is the forecast's week for one workload.
-type ForecastStatus struct {
-	// Hours holds 168 weights, Monday 00:00 first in spec.forecast.timeZone,
-	// in thousandths of a person-caused wake or activity, decayed weekly.
-	// +kubebuilder:validation:MaxItems=168
-	// +listType=atomic
-	// +optional
-	Hours []int32 `json:"hours,omitempty"`
-	// ResumeSeconds is how long a wake of this workload usually takes, learned
-	// from its own resumes; autoResume wakes this much ahead.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	ResumeSeconds int32 `json:"resumeSeconds,omitempty"`
-	// UpdatedAt is when the week was last brought up to date.
-	// +optional
-	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
-}
-
 // UsageStatus is what the default activity signal (CPU usage through the
 // metrics API) has learned about a workload: its own idle level.
 type UsageStatus struct {
@@ -370,7 +332,7 @@ type ManagedWorkloadStatus struct {
 	LastActivity *metav1.Time `json:"lastActivity,omitempty"`
 	// LastActivitySource names the signal that last fired: request,
 	// annotation, prometheus, wake-requested, dependent, scaled, forecast,
-	// created, usage.
+	// created, usage, schedule.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	LastActivitySource string `json:"lastActivitySource,omitempty"`
@@ -399,7 +361,11 @@ type ManagedWorkloadStatus struct {
 	// Usage is the default activity signal's learned idle level.
 	// +optional
 	Usage *UsageStatus `json:"usage,omitempty"`
-	// Conditions: WakeOnRequest, TargetAvailable, ActivitySignals.
+	// Schedule is where spec.schedule and the override annotations stand.
+	// +optional
+	Schedule *ScheduleStatus `json:"schedule,omitempty"`
+	// Conditions: WakeOnRequest, TargetAvailable, ActivitySignals,
+	// Dependencies, GitOps, Schedule.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge

@@ -65,6 +65,12 @@ const (
 	AnnotationActivityQuery = "napwake.dev/activity-query" // PromQL
 	AnnotationAutoResume    = "napwake.dev/auto-resume"    // "true" | "false"
 	AnnotationPauseEarly    = "napwake.dev/pause-early"    // "true" | "false"
+	// AnnotationAwakeHours is spec.schedule.awake for a labelled workload:
+	// windows separated by commas, "Mon-Fri 08:00-19:00, Sat 10:00-14:00".
+	AnnotationAwakeHours = "napwake.dev/awake-hours"
+	// AnnotationAwakeHoursZone is spec.schedule.timeZone for it: an IANA
+	// zone, UTC when absent.
+	AnnotationAwakeHoursZone = "napwake.dev/awake-hours-zone"
 )
 
 // AnnotationDependentsFrom, on a Namespace, lists the namespaces whose
@@ -99,6 +105,14 @@ const (
 	AnnotationWakeRequested = "napwake.dev/wake-requested"
 	// AnnotationPauseRequested pauses now.
 	AnnotationPauseRequested = "napwake.dev/pause-requested"
+	// AnnotationKeepAwakeUntil (an RFC 3339 time) keeps the workload awake
+	// until then, whatever else says: nothing pauses it, and a paused one
+	// is woken (design.md section 8).
+	AnnotationKeepAwakeUntil = "napwake.dev/keep-awake-until"
+	// AnnotationPauseUntil (an RFC 3339 time) keeps the workload paused
+	// until then: a running one is paused, and nothing but
+	// AnnotationWakeRequested wakes it.
+	AnnotationPauseUntil = "napwake.dev/pause-until"
 )
 
 // AnnotationDoormanIgnorePorts, on a Service, lists port names or numbers the
@@ -127,6 +141,8 @@ const (
 	SourceForecast      = "forecast"
 	SourceCreated       = "created"
 	SourceUsage         = "usage"
+	// SourceSchedule: a window of spec.schedule began.
+	SourceSchedule = "schedule"
 )
 
 // Condition types.
@@ -143,6 +159,24 @@ const (
 	// ConditionGitOps says whether a GitOps controller owns the target's
 	// spec.replicas, and so wakes it whenever it re-applies the manifest.
 	ConditionGitOps = "GitOps"
+	// ConditionSchedule says whether spec.schedule is read and followed;
+	// absent without one.
+	ConditionSchedule = "Schedule"
+)
+
+// Reasons of the Schedule condition.
+const (
+	// ReasonScheduleFollowed: the windows and zone were read.
+	ReasonScheduleFollowed = "ScheduleFollowed"
+	// ReasonInvalidSchedule: a window or the zone could not be read (an
+	// unknown zone passes the API server); the schedule is ignored.
+	ReasonInvalidSchedule = "InvalidSchedule"
+)
+
+// Values of ScheduleStatus.Override.
+const (
+	OverrideKeepAwake = "keep-awake-until"
+	OverridePause     = "pause-until"
 )
 
 // Reasons of the GitOps condition.
@@ -217,6 +251,12 @@ const (
 	EventRunning                 = "Running"
 	EventUnsupportedLB           = "UnsupportedLoadBalancer"
 	EventTargetNotFound          = "TargetNotFound"
+	// EventForecastHold: the forecast kept the workload awake at its idle
+	// pause (autoResume's hold).
+	EventForecastHold = "ForecastHold"
+	// EventForecastObserved: what the forecast would have done, in Observe
+	// mode.
+	EventForecastObserved = "ForecastObserved"
 )
 
 // Doorman port range and caps (wake-on-request.md "When a workload isn't

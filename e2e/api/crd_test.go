@@ -83,6 +83,8 @@ func TestTheCRDsBoundsAreTheAPIsConstants(t *testing.T) {
 		{"idleAfter a second under MinIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MinIdleAfter - time.Second}}, false, "spec.idleAfter"},
 		{"idleAfter at MaxIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MaxIdleAfter}}, true, ""},
 		{"idleAfter a second past MaxIdleAfter", napwakev1alpha1.ManagedWorkloadSpec{IdleAfter: &metav1.Duration{Duration: napwakev1alpha1.MaxIdleAfter + time.Second}}, false, "spec.idleAfter"},
+		{"the forecast acting: autoResume and pauseEarly on, in Observe mode", napwakev1alpha1.ManagedWorkloadSpec{Forecast: &napwakev1alpha1.ForecastSpec{
+			AutoResume: true, PauseEarly: true, Mode: napwakev1alpha1.ForecastObserve, TimeZone: "America/New_York", LearnFrom: napwakev1alpha1.LearnFromActivity}}, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mw := minimal(fmt.Sprintf("bounds-%d", i))
@@ -111,8 +113,8 @@ func TestInvalidManagedWorkloadsAreRefused(t *testing.T) {
 		{"a targetRef without a name", map[string]any{"targetRef": map[string]any{"kind": "Deployment"}}, "spec.targetRef.name"},
 		{"an unknown kind", map[string]any{"targetRef": map[string]any{"kind": "DaemonSet", "name": "api"}}, "spec.targetRef.kind"},
 		{"a target name that is not a DNS name", map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": "API_1"}}, "spec.targetRef.name"},
-		{"the forecast's autoResume, not built yet", withTarget(map[string]any{"forecast": map[string]any{"autoResume": true}}), "spec.forecast"},
-		{"the forecast's pauseEarly, not built yet", withTarget(map[string]any{"forecast": map[string]any{"pauseEarly": true}}), "spec.forecast"},
+		{"a forecast mode that is neither Act nor Observe", withTarget(map[string]any{"forecast": map[string]any{"mode": "Sometimes"}}), "spec.forecast.mode"},
+		{"a forecast learnFrom that is neither people nor activity", withTarget(map[string]any{"forecast": map[string]any{"learnFrom": "robots"}}), "spec.forecast.learnFrom"},
 		{"maxWait over 1h", withTarget(map[string]any{"wake": map[string]any{"maxWait": "61m"}}), "spec.wake.maxWait"},
 		{"maxWait of zero", withTarget(map[string]any{"wake": map[string]any{"maxWait": "0s"}}), "spec.wake.maxWait"},
 		{"maxWait that is not a duration", withTarget(map[string]any{"wake": map[string]any{"maxWait": "two minutes"}}), "spec.wake.maxWait"},
@@ -124,6 +126,13 @@ func TestInvalidManagedWorkloadsAreRefused(t *testing.T) {
 		{"too many dependencies", withTarget(map[string]any{"dependencies": manyDeps(65)}), "spec.dependencies"},
 		{"an empty Prometheus query", withTarget(map[string]any{"activity": map[string]any{"prometheus": map[string]any{"query": ""}}}), "spec.activity.prometheus.query"},
 		{"a time zone with spaces", withTarget(map[string]any{"forecast": map[string]any{"timeZone": "Europe/Paris; drop"}}), "spec.forecast.timeZone"},
+		{"a window at 25:00", withTarget(schedule("Mon-Fri 25:00-19:00")), "spec.schedule.awake[0]"},
+		{"a window without hours", withTarget(schedule("Sun-Mon")), "spec.schedule.awake[0]"},
+		{"a second window with an unknown day", withTarget(schedule("Mon 08:00-12:00", "Someday 08:00-12:00")), "spec.schedule.awake[1]"},
+		{"a window at minute 60", withTarget(schedule("Mon 08:60-12:00")), "spec.schedule.awake[0]"},
+		{"a schedule without windows", withTarget(schedule()), "spec.schedule.awake"},
+		{"too many windows", withTarget(schedule(manyWindows(33)...)), "spec.schedule.awake"},
+		{"a schedule zone with spaces", withTarget(map[string]any{"schedule": map[string]any{"awake": []any{"Mon 08:00-12:00"}, "timeZone": "Europe/Paris; drop"}}), "spec.schedule.timeZone"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,4 +212,40 @@ func manyDeps(n int) []any {
 		deps[i] = map[string]any{"name": fmt.Sprintf("dep-%d", i)}
 	}
 	return deps
+}
+
+func schedule(windows ...string) map[string]any {
+	awake := []any{}
+	for _, w := range windows {
+		awake = append(awake, w)
+	}
+	return map[string]any{"schedule": map[string]any{"awake": awake}}
+}
+
+func manyWindows(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("Mon %02d:00-%02d:30", i%24, i%24)
+	}
+	return out
+}
+
+// TestScheduleWindowsTheOperatorReadsAreAccepted: the API server lets
+// through what the operator's parser reads, zone defaulted to UTC.
+func TestScheduleWindowsTheOperatorReadsAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	mw := minimal("schedule")
+	mw.Spec.Schedule = &napwakev1alpha1.ScheduleSpec{Awake: []napwakev1alpha1.AwakeWindow{
+		"Mon-Fri 08:00-19:00", "sat 9:30-24:00", "Friday-Monday 00:00-06:00", " Sun  10:00-11:00 ",
+	}}
+	if err := k8s.Create(ctx, mw); err != nil {
+		t.Fatalf("creating a ManagedWorkload with a schedule: %v", err)
+	}
+	got := &napwakev1alpha1.ManagedWorkload{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mw), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Schedule.TimeZone != "UTC" {
+		t.Errorf("schedule.timeZone defaulted to %q, want UTC", got.Spec.Schedule.TimeZone)
+	}
 }

@@ -135,8 +135,9 @@ func TestOperatorDeploymentFollowsTheContract(t *testing.T) {
 		wantFlag(t, c, flag, want)
 	}
 	wantNoFlag(t, c, "prometheus-url")
-	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAMESPACE" || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-		t.Errorf("env %+v, want POD_NAMESPACE from metadata.namespace", c.Env)
+	if len(c.Env) != 2 || c.Env[0].Name != "POD_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" ||
+		c.Env[1].Name != "POD_NAMESPACE" || c.Env[1].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("env %+v, want POD_NAME from metadata.name and POD_NAMESPACE from metadata.namespace", c.Env)
 	}
 	for _, labels := range []map[string]string{d.Labels, d.Spec.Template.Labels} {
 		for k, want := range map[string]string{

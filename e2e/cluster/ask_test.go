@@ -11,12 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -28,14 +26,14 @@ import (
 // network namespace, opens a paused workload that asks, sees the asleep
 // page, presses Wake it and lands on the app. Over plain HTTP the click is
 // judged by its Origin (Chromium sends fetch metadata over plain HTTP only to
-// localhost); through a TLS-terminating front, by Sec-Fetch-Site.
+// localhost); through Traefik terminating TLS, by Sec-Fetch-Site.
 
 var _ = Describe("Napwake asking before waking", func() {
 	BeforeEach(requireNapwake)
 	It("shows a browser the asleep page over plain HTTP; a click wakes it, a second within the minute gets 429", func() {
 		inNamespace("ask", nil, scenarioAskOverHTTP)
 	})
-	It("wakes on a click through a TLS-terminating front, judged by fetch metadata", func() {
+	It("wakes on a click through Traefik terminating TLS, judged by fetch metadata", func() {
 		inNamespace("askhttps", nil, scenarioAskOverHTTPS)
 	})
 })
@@ -78,8 +76,8 @@ func screenshots() string {
 	return dir
 }
 
-func newBrowser(ctx context.Context) *framework.Browser {
-	b, err := framework.NewBrowser(ctx)
+func newBrowser(ctx context.Context, extra ...chromedp.ExecAllocatorOption) *framework.Browser {
+	b, err := framework.NewBrowser(ctx, extra...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(b.Close)
 	return b
@@ -231,75 +229,37 @@ func landOnApp(t *framework.Tab) {
 // sends itself.
 const chromeLikeUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
 
-// scenarioAskOverHTTPS: a browser reaches the paused app through a
-// TLS-terminating front (the sample app's --tls-front, with a certificate
-// made here), so it sends fetch metadata; the click, judged by
-// Sec-Fetch-Site, wakes it and the browser lands on the app.
+// scenarioAskOverHTTPS: a browser reaches the paused app through Traefik,
+// which terminates TLS for the app's host with the test bed's certificate,
+// so the browser is on an HTTPS origin and sends fetch metadata; the click,
+// judged by Sec-Fetch-Site, wakes it and the browser lands on the app.
 func scenarioAskOverHTTPS(ctx context.Context, ns string) {
-	app := asking("site", ns)
-	pausedAsking(ctx, app)
-	upstream := serviceIPURL(ctx, ns, app.Name, "")
-	frontIP := deployTLSFront(ctx, ns, "front", upstream)
-	url := "https://" + frontIP + "/"
+	app := asking("asks", ns)
+	in, host := pausedBehindIngress(ctx, app)
+	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(conditionMessage(mw, napwakev1alpha1.ConditionWakeOnRequest)).To(Equal(routedAskMessage))
+	url := "https://" + host + "/"
 
-	b := newBrowser(ctx)
+	b := newBrowser(ctx, framework.ResolveTo("*.napwake.test", in.Host()))
 	tab := newTab(b)
 	Eventually(func() error { return tab.Open(url, button) }).WithTimeout(time.Minute).Should(Succeed())
 	expectPage(tab, 200, asleepHeading)
-	Expect(tab.Text(".addr")).To(Equal(frontIP + "/"))
+	Expect(tab.Text(".addr")).To(Equal(host + "/"))
 	Expect(tab.Click(button, ".dot")).To(Succeed())
 	expectPage(tab, 503, wakingHeading)
 	landOnApp(tab)
 	Expect(tab.Text("body")).To(ContainSubstring("hello from the sample app"))
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
 
-	// The front saw the click carry fetch metadata: the Sec-Fetch path.
-	logs, err := fw.Clientset.CoreV1().Pods(ns).GetLogs(frontPod(ctx, ns, "front"), &corev1.PodLogOptions{}).DoRaw(ctx)
+	// Traefik saw the click arrive over TLS carrying fetch metadata: the
+	// Sec-Fetch path, not the Origin one.
+	reqs, err := in.Requests(host)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(string(logs)).To(MatchRegexp(`POST / sec-fetch-site="same-origin" sec-fetch-user="\?1"`))
-}
-
-// deployTLSFront runs the sample app as a TLS-terminating front for
-// upstream, behind a Service on port 443, and returns its ClusterIP.
-func deployTLSFront(ctx context.Context, ns, name, upstream string) string {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name},
-			Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}}},
-	}
-	svc, err := fw.Clientset.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	cert, key, err := framework.SelfSignedCert(svc.Spec.ClusterIP)
-	Expect(err).NotTo(HaveOccurred())
-	_, err = fw.Clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-tls", Namespace: ns}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
-	}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	spec := framework.SampleApp{Name: name, Namespace: ns}.PodSpec(
-		[]string{"--listen=:8443", "--tls-front=" + upstream, "--tls-cert=/tls/tls.crt", "--tls-key=/tls/tls.key"},
-		[]corev1.ContainerPort{{Name: "https", ContainerPort: 8443}})
-	spec.Containers[0].ReadinessProbe.HTTPGet.Port = intstr.FromInt32(8443)
-	spec.Containers[0].ReadinessProbe.HTTPGet.Scheme = corev1.URISchemeHTTPS
-	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}}
-	spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name + "-tls"}}}}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: spec}},
-	}
-	_, err = fw.Clientset.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, name) }).Should(Equal(int32(1)))
-	return svc.Spec.ClusterIP
-}
-
-// frontPod names the front's one pod.
-func frontPod(ctx context.Context, ns, name string) string {
-	pods, err := fw.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(pods.Items).To(HaveLen(1))
-	return pods.Items[0].Name
+	Expect(reqs).To(ContainElement(SatisfyAll(
+		HaveField("Method", "POST"), HaveField("Path", "/"), HaveField("TLS", Not(BeEmpty())),
+		HaveField("SecFetchSite", "same-origin"), HaveField("SecFetchUser", "?1"))),
+		"the click through Traefik's websecure entrypoint")
 }
 
 // serviceIPURL is the Service's address by its ClusterIP: the asleep page

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,20 +16,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/e2e/framework"
 )
 
 // The NEG forwarder on the local cluster: hack/e2e.sh installs the chart
-// with doorman.negForwarder.enabled. The test bed has no cluster DNS, so
-// forwarders are told to reach the doorman at a fixed ClusterIP
-// (NAPWAKE_E2E_FORWARDER_DOORMAN_IP), which this scenario points at the
-// doorman pods on the routes' doorman ports.
+// with doorman.negForwarder.enabled (NAPWAKE_NEG_FORWARDER) and nothing
+// else, so forwarders find the doorman as they do on GKE: by the headless
+// Service's DNS name, <release>-doorman-pods.<namespace>.svc, which the
+// test bed's CoreDNS answers with the Ready doorman pods.
 var _ = Describe("Napwake's NEG forwarder", func() {
 	BeforeEach(func() {
-		if os.Getenv("NAPWAKE_E2E_FORWARDER_DOORMAN_IP") == "" {
+		if os.Getenv("NAPWAKE_NEG_FORWARDER") == "" {
 			Skip("the NEG forwarder is not installed: run the suite through hack/e2e.sh (make e2e)")
 		}
 	})
@@ -55,9 +53,9 @@ func deployInNEGs(ctx context.Context, app framework.SampleApp) {
 		WithTimeout(time.Minute).Should(Equal(napwakev1alpha1.PhaseRunning))
 }
 
-// doormanPortOf waits for the workload's one route and returns its doorman port.
-func doormanPortOf(ctx context.Context, ns, name string) int32 {
-	var port int32
+// expectForwardedRoute waits for the workload's one route, through the
+// forwarder.
+func expectForwardedRoute(ctx context.Context, ns, name string) {
 	Eventually(func(g Gomega) {
 		mw, err := fw.ManagedWorkload(ctx, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -65,32 +63,8 @@ func doormanPortOf(ctx context.Context, ns, name string) int32 {
 		g.Expect(mw.Status.Doorman.Forwarded).To(BeTrue(), "status.doorman says the route goes through the forwarder")
 		g.Expect(mw.Status.Doorman.Routes).To(HaveLen(1))
 		g.Expect(mw.Status.Doorman.Routes[0].Forwarded).To(BeTrue())
-		port = mw.Status.Doorman.Routes[0].DoormanPort
+		g.Expect(mw.Status.Doorman.Routes[0].DoormanPort).NotTo(BeZero())
 	}).WithTimeout(90 * time.Second).Should(Succeed())
-	return port
-}
-
-// pointForwardersAtTheDoorman makes the fixed-ClusterIP Service the
-// forwarders dial lead to the doorman pods on port.
-func pointForwardersAtTheDoorman(ctx context.Context, port int32) {
-	ip := os.Getenv("NAPWAKE_E2E_FORWARDER_DOORMAN_IP")
-	name := "napwake-e2e-forwarder-doorman"
-	p := corev1.ServicePort{Name: "route-" + strconv.Itoa(int(port)), Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
-	svcs := fw.Clientset.CoreV1().Services(napwakeNS)
-	have, err := svcs.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = svcs.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: napwakeNS},
-			Spec:       corev1.ServiceSpec{ClusterIP: ip, Selector: map[string]string{napwakev1alpha1.LabelControlPlane: napwakev1alpha1.ControlPlaneDoorman}, Ports: []corev1.ServicePort{p}},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(ctx context.Context) { _ = svcs.Delete(ctx, name, metav1.DeleteOptions{}) })
-		return
-	}
-	Expect(err).NotTo(HaveOccurred())
-	have.Spec.Ports = append(have.Spec.Ports, p)
-	_, err = svcs.Update(ctx, have, metav1.UpdateOptions{})
-	Expect(err).NotTo(HaveOccurred())
 }
 
 func forwarderOf(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
@@ -136,7 +110,7 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	app := optedIn("api", ns, 1, longIdle)
 	deployInNEGs(ctx, app)
 	Expect(fw.RequestPause(ctx, ns, app.Name)).To(Succeed())
-	pointForwardersAtTheDoorman(ctx, doormanPortOf(ctx, ns, app.Name))
+	expectForwardedRoute(ctx, ns, app.Name)
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).WithTimeout(90 * time.Second).Should(Equal(napwakev1alpha1.PhasePaused))
 
 	var forwarders []string
@@ -155,6 +129,10 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	Expect(slices[0].Labels).To(HaveKeyWithValue(napwakev1alpha1.LabelForwarded, "true"))
 	Expect(*slices[0].Ports[0].Port).To(Equal(int32(8080)), "the forwarder listens on the Service's target port")
 	Expect(wakeOnRequestOf(ctx, ns, app.Name).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
+	fwd, err := forwarderOf(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(fwd.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--doorman-host=napwake-doorman-pods."+napwakeNS+".svc"),
+		"the forwarders dial the doorman by the headless Service's name, as on a real cluster")
 
 	// From the node, through kube-proxy, as a load balancer's request would come.
 	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)

@@ -141,17 +141,28 @@ func clientGet(ctx context.Context, ns, pod, url string) string {
 		},
 	}
 	Expect(fw.Client.Create(ctx, client)).To(Succeed())
+	logs := func() string {
+		raw, err := fw.Clientset.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return "(no logs: " + err.Error() + ")"
+		}
+		return string(raw)
+	}
+	var state string
 	Eventually(func() (corev1.PodPhase, error) {
 		p, err := fw.Clientset.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
+		state = framework.PodState(p)
+		if p.Status.Phase == corev1.PodFailed {
+			return "", StopTrying("client pod " + pod + " failed: " + state + "; it printed: " + logs())
+		}
 		return p.Status.Phase, nil
-	}).WithTimeout(3 * time.Minute).Should(Equal(corev1.PodSucceeded))
-	logs, err := fw.Clientset.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	GinkgoWriter.Printf("client pod %s saw: %s\n", pod, strings.SplitN(string(logs), "\n", 2)[0])
-	return string(logs)
+	}).WithTimeout(3*time.Minute).Should(Equal(corev1.PodSucceeded), func() string { return "client pod " + pod + ": " + state })
+	out := logs()
+	GinkgoWriter.Printf("client pod %s saw: %s\n", pod, strings.SplitN(out, "\n", 2)[0])
+	return out
 }
 
 // scenarioSharedService (11): a stable and a canary Deployment behind one

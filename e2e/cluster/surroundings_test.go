@@ -130,13 +130,17 @@ func pausedBehindIngress(ctx context.Context, app framework.SampleApp) (framewor
 }
 
 // expectWokenByRequest waits for the app to be Running again, woken by a
-// request.
+// request: the doorman's WokenByRequest event on its ManagedWorkload. (Its
+// lastActivitySource may already say annotation: the held connection, once
+// passed on, is stamped as activity by the doorman.)
 func expectWokenByRequest(ctx context.Context, ns, name string) {
 	GinkgoHelper()
 	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
+	Eventually(func() ([]string, error) { return fw.EventReasons(ctx, ns, "ManagedWorkload", name) }).
+		Should(ContainElement(napwakev1alpha1.EventWokenByRequest))
 	mw, err := fw.ManagedWorkload(ctx, ns, name)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(mw.Status.LastActivitySource).To(Equal(napwakev1alpha1.SourceRequest))
+	Expect(mw.Status.LastActivitySource).To(BeElementOf(napwakev1alpha1.SourceRequest, napwakev1alpha1.SourceAnnotation))
 }
 
 // scenarioIngressHoldsRequest: a request through Traefik to a paused app is

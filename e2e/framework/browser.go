@@ -2,16 +2,8 @@ package framework
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"time"
@@ -48,13 +40,14 @@ func ChromiumPath() (string, error) {
 }
 
 // NewBrowser starts the browser; Close stops it.
-func NewBrowser(ctx context.Context) (*Browser, error) {
+func NewBrowser(ctx context.Context, extra ...chromedp.ExecAllocatorOption) (*Browser, error) {
 	path, err := ChromiumPath()
 	if err != nil {
 		return nil, err
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.IgnoreCertErrors,
 		chromedp.WindowSize(900, 640), chromedp.UserAgent(BrowserUA))
+	opts = append(opts, extra...)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	if err := chromedp.Do(bctx); err != nil { // starts it
@@ -63,6 +56,13 @@ func NewBrowser(ctx context.Context) (*Browser, error) {
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
 	return &Browser{ctx: bctx, cancel: func() { bcancel(); acancel() }}, nil
+}
+
+// ResolveTo makes the browser resolve every name matching pattern (such as
+// "*.napwake.test") to ip, as a DNS record would: the test bed's ingress
+// hosts have no DNS of their own.
+func ResolveTo(pattern, ip string) chromedp.ExecAllocatorOption {
+	return chromedp.Flag("host-resolver-rules", "MAP "+pattern+" "+ip)
 }
 
 // BrowserUA is Chromium 156's User-Agent on Linux with a window.
@@ -131,29 +131,4 @@ func (t *Tab) Screenshot(path string) error {
 		return fmt.Errorf("taking a screenshot: %w", err)
 	}
 	return os.WriteFile(path, png, 0o644)
-}
-
-// SelfSignedCert returns a PEM certificate and key for ip, good for a day.
-func SelfSignedCert(ip string) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: ip},
-		IPAddresses:  []net.IP{net.ParseIP(ip)},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
 }

@@ -94,6 +94,9 @@ type SampleApp struct {
 	Upstream string
 	// Message is what / answers; empty: the sample app's default.
 	Message string
+	// ShutdownDelay is how long the app goes on serving after SIGTERM (the
+	// sample app's --shutdown-delay); the pod's grace period covers it.
+	ShutdownDelay time.Duration
 }
 
 // Deployment renders the app's Deployment: a readiness probe on /ready,
@@ -119,6 +122,9 @@ func (a SampleApp) Deployment() *appsv1.Deployment {
 	if a.Message != "" {
 		args = append(args, "--message="+a.Message)
 	}
+	if a.ShutdownDelay > 0 {
+		args = append(args, "--shutdown-delay="+a.ShutdownDelay.String())
+	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels, Annotations: a.Annotations},
 		Spec: appsv1.DeploymentSpec{
@@ -135,7 +141,7 @@ func (a SampleApp) Deployment() *appsv1.Deployment {
 // PodSpec is the sample app's pod: restricted, read-only, probed.
 func (a SampleApp) PodSpec(args []string, ports []corev1.ContainerPort) corev1.PodSpec {
 	return corev1.PodSpec{
-		TerminationGracePeriodSeconds: ptr.To[int64](2),
+		TerminationGracePeriodSeconds: ptr.To(2 + int64(a.ShutdownDelay.Seconds())),
 		Containers: []corev1.Container{{
 			Name:            "app",
 			Image:           SampleAppImage,
@@ -292,6 +298,7 @@ func (f *Framework) dumpLogs(ctx context.Context, w io.Writer, ns, selector stri
 		return
 	}
 	for _, p := range pods.Items {
+		fmt.Fprintf(w, "Pod %s: %s\n", p.Name, PodState(&p))
 		for _, c := range p.Spec.Containers {
 			raw, err := f.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To[int64](60)}).DoRaw(ctx)
 			if err != nil {
@@ -300,6 +307,26 @@ func (f *Framework) dumpLogs(ctx context.Context, w io.Writer, ns, selector stri
 			fmt.Fprintf(w, "--- logs %s/%s [%s] (phase %s)\n%s\n", ns, p.Name, c.Name, p.Status.Phase, indent(raw))
 		}
 	}
+}
+
+// PodState says where a pod is: its phase, node, IP, and each container's
+// state (waiting or terminated with its reason, exit code and message).
+func PodState(p *corev1.Pod) string {
+	parts := []string{fmt.Sprintf("phase=%s node=%s ip=%s", p.Status.Phase, p.Spec.NodeName, p.Status.PodIP)}
+	if p.Status.Reason != "" {
+		parts = append(parts, "reason="+p.Status.Reason+" "+p.Status.Message)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		switch st := cs.State; {
+		case st.Waiting != nil:
+			parts = append(parts, fmt.Sprintf("%s waiting %s %s", cs.Name, st.Waiting.Reason, st.Waiting.Message))
+		case st.Terminated != nil:
+			parts = append(parts, fmt.Sprintf("%s terminated %s exit=%d %s", cs.Name, st.Terminated.Reason, st.Terminated.ExitCode, st.Terminated.Message))
+		case st.Running != nil:
+			parts = append(parts, fmt.Sprintf("%s running since %s restarts=%d", cs.Name, st.Running.StartedAt.Format(time.TimeOnly), cs.RestartCount))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // DumpComponents writes the logs of Napwake's own pods in ns.

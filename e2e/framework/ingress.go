@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ import (
 type Ingress struct {
 	HTTP, HTTPS, API string
 	RootCAs          *x509.CertPool
+	// AccessLog is Traefik's access log: one JSON object a request, with
+	// the request's Sec-Fetch-Site and Sec-Fetch-User headers kept.
+	AccessLog string
 }
 
 // IngressClassName is the IngressClass the test bed's Traefik serves.
@@ -33,11 +37,11 @@ const IngressClassName = "traefik"
 func IngressFromEnv() (Ingress, error) {
 	in := Ingress{
 		HTTP: os.Getenv("NAPWAKE_E2E_INGRESS_HTTP"), HTTPS: os.Getenv("NAPWAKE_E2E_INGRESS_HTTPS"),
-		API: os.Getenv("NAPWAKE_E2E_INGRESS_API"),
+		API: os.Getenv("NAPWAKE_E2E_INGRESS_API"), AccessLog: os.Getenv("NAPWAKE_E2E_INGRESS_ACCESS_LOG"),
 	}
 	ca := os.Getenv("NAPWAKE_E2E_INGRESS_CA")
-	if in.HTTP == "" || in.HTTPS == "" || in.API == "" || ca == "" {
-		return in, fmt.Errorf("NAPWAKE_E2E_INGRESS_HTTP, _HTTPS, _API and _CA must be set: run the suite through hack/e2e.sh (make e2e)")
+	if in.HTTP == "" || in.HTTPS == "" || in.API == "" || ca == "" || in.AccessLog == "" {
+		return in, fmt.Errorf("NAPWAKE_E2E_INGRESS_HTTP, _HTTPS, _API, _CA and _ACCESS_LOG must be set: run the suite through hack/e2e.sh (make e2e)")
 	}
 	pem, err := os.ReadFile(ca)
 	if err != nil {
@@ -69,6 +73,50 @@ func (in Ingress) Get(ctx context.Context, https bool, host, path string, header
 	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil,
 		TLSClientConfig: &tls.Config{RootCAs: in.RootCAs, ServerName: host, MinVersion: tls.VersionTLS12}}
 	return do(req, tr, timeout)
+}
+
+// Host is the address both entrypoints listen on, for a client that must
+// be told where a name under napwake.test is (a browser's resolver rules).
+func (in Ingress) Host() string {
+	u, err := url.Parse(in.HTTPS)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// AccessEntry is one request in Traefik's access log: what the suite
+// asserts reached the ingress controller.
+type AccessEntry struct {
+	Method       string `json:"RequestMethod"`
+	Host         string `json:"RequestHost"`
+	Path         string `json:"RequestPath"`
+	Status       int    `json:"DownstreamStatus"`
+	TLS          string `json:"TLSVersion"`
+	SecFetchSite string `json:"request_Sec-Fetch-Site"`
+	SecFetchUser string `json:"request_Sec-Fetch-User"`
+}
+
+// Requests returns the access log's entries for host, oldest first.
+func (in Ingress) Requests(host string) ([]AccessEntry, error) {
+	raw, err := os.ReadFile(in.AccessLog)
+	if err != nil {
+		return nil, fmt.Errorf("reading Traefik's access log: %w", err)
+	}
+	var out []AccessEntry
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var e AccessEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("decoding Traefik's access log line %q: %w", line, err)
+		}
+		if e.Host == host {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // ServerAddresses returns the host:port of every server the ingress

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,9 +38,18 @@ func (f *Framework) Phase(ctx context.Context, ns, name string) napwakev1alpha1.
 // Annotate merge-patches annotations onto a ManagedWorkload, as CI tooling
 // and `kubectl napwake` do.
 func (f *Framework) Annotate(ctx context.Context, ns, name string, ann map[string]string) error {
+	return f.annotate(ctx, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, ann)
+}
+
+// AnnotateDeployment merges ann into a Deployment's annotations, as a
+// user sets a labelled workload's settings.
+func (f *Framework) AnnotateDeployment(ctx context.Context, ns, name string, ann map[string]string) error {
+	return f.annotate(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, ann)
+}
+
+func (f *Framework) annotate(ctx context.Context, obj client.Object, ann map[string]string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	mw := &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	return f.Client.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch))
+	return f.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }
 
 // RequestPause sets napwake.dev/pause-requested to now.
@@ -111,7 +121,7 @@ func (f *Framework) ReadyDoormanIPs(ctx context.Context, napwakeNS string) ([]st
 	}
 	var ips []string
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && PodReady(&p) {
 			ips = append(ips, p.Status.PodIP)
 		}
 	}
@@ -119,7 +129,8 @@ func (f *Framework) ReadyDoormanIPs(ctx context.Context, napwakeNS string) ([]st
 	return ips, nil
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -170,7 +181,7 @@ func (f *Framework) WatchPodReady(ctx context.Context, ns, app string) (*PodRead
 			if t.Created.IsZero() {
 				t.Created = now
 			}
-			if podReady(p) {
+			if PodReady(p) {
 				t.Ready = now
 				return
 			}

@@ -229,7 +229,10 @@ CONF
     --entrypoints.websecure.http.tls=true --entrypoints.traefik.address=127.0.0.1:18082 --ping=true --api.insecure=true \
     --providers.kubernetesingress=true \
     --providers.kubernetesingress.ingressendpoint.ip="$NODE_IP" \
-    --providers.file.filename="$STATE/traefik/tls.yaml"
+    --providers.file.filename="$STATE/traefik/tls.yaml" \
+    --accesslog=true --accesslog.format=json --accesslog.filepath="$STATE/log/traefik-access.log" \
+    --accesslog.fields.headers.defaultmode=drop \
+    --accesslog.fields.headers.names.Sec-Fetch-Site=keep --accesslog.fields.headers.names.Sec-Fetch-User=keep
   wait_for Traefik 60 "$STATE/log/traefik.log" in_ns curl --noproxy '*' -fsS http://127.0.0.1:18082/ping
   info "      Traefik ready in $(( $(date +%s) - t0 ))s (trust $STATE/pki/ca.crt for https://$NODE_IP)"
 }
@@ -245,4 +248,5 @@ node_resolv_conf() {
 ingress_env() {
   printf 'export NAPWAKE_E2E_INGRESS_HTTP=http://%s NAPWAKE_E2E_INGRESS_HTTPS=https://%s\n' "$NODE_IP" "$NODE_IP"
   printf 'export NAPWAKE_E2E_INGRESS_API=http://127.0.0.1:18082 NAPWAKE_E2E_INGRESS_CA=%s\n' "$STATE/pki/ca.crt"
+  printf 'export NAPWAKE_E2E_INGRESS_ACCESS_LOG=%s\n' "$STATE/log/traefik-access.log"
 }

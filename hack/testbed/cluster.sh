@@ -9,6 +9,10 @@
 #                                    and the cluster's DNS as its resolver (as in a pod)
 #   hack/testbed/cluster.sh load-image FILE.tar   import an image into the node's containerd
 #   hack/testbed/cluster.sh ingress-env   shell exports naming Traefik's entrypoints, API and CA (for the e2e suite)
+#   hack/testbed/cluster.sh apiserver stop|kill|start   stop kube-apiserver by its PID (SIGTERM: it takes
+#                                    its address out of the kubernetes Service first), kill it (SIGKILL: gone
+#                                    as in a crash or a partition, its address left), or start it again and
+#                                    wait until it is ready (the e2e suite's API-server outage)
 #
 # Around the cluster, as users have in theirs (addons.sh): cluster DNS
 # (CoreDNS), the metrics API (metrics-server) and an ingress controller
@@ -238,14 +242,10 @@ EOF
   done
 }
 
-control_plane() {
+# apiserver_up starts kube-apiserver and waits until it is ready: at
+# start-up, and by `apiserver start` after `apiserver stop`.
+apiserver_up() {
   local p=$STATE/pki
-  step "etcd on 127.0.0.1 inside the namespace"
-  start etcd "$BIN/etcd" --name napwake --data-dir "$STATE/etcd" \
-    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
-    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster napwake=http://127.0.0.1:2380 --log-level warn
-  step "kube-apiserver on $NODE_IP:6443"
   start kube-apiserver "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
     --advertise-address "$NODE_IP" --bind-address 0.0.0.0 --secure-port 6443 \
     --service-cluster-ip-range "$SERVICE_CIDR" --client-ca-file "$p/ca.crt" \
@@ -257,6 +257,17 @@ control_plane() {
     --kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" \
     --kubelet-certificate-authority "$p/ca.crt" "${AGGREGATION_FLAGS[@]}"
   wait_for kube-apiserver 120 "$STATE/log/kube-apiserver.log" kubectl_ get --raw /readyz
+}
+
+control_plane() {
+  local p=$STATE/pki
+  step "etcd on 127.0.0.1 inside the namespace"
+  start etcd "$BIN/etcd" --name napwake --data-dir "$STATE/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster napwake=http://127.0.0.1:2380 --log-level warn
+  step "kube-apiserver on $NODE_IP:6443"
+  apiserver_up
   step "kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$p/controller-manager.kubeconfig" \
     --leader-elect=false --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
@@ -323,11 +334,13 @@ cmd_up() {
   info "      remove:     make cluster-down"
 }
 
+# stop_pid NAME [SECONDS [SIGNAL]] sends SIGNAL (TERM) to the daemon's process
+# group, waits up to SECONDS (10) for it to end, then kills it.
 stop_pid() {
-  local name=$1 p
+  local name=$1 p sig=${3:-TERM}
   p=$(cat "$(pidfile "$name")" 2>/dev/null) || return 0
   if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
-    kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
+    kill "-$sig" -- "-$p" 2>/dev/null || kill "-$sig" "$p" 2>/dev/null || true
     local deadline=$(( $(date +%s) + ${2:-10} ))
     while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.2; done
     kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
@@ -412,6 +425,18 @@ cmd_exec() {
   exec nsenter --net="/var/run/netns/$NETNS" "$@"
 }
 
+cmd_apiserver() {
+  need_root
+  [ -e "/var/run/netns/$NETNS" ] || die "the test bed is not up: run make cluster-up"
+  BIN=$(ls -d "$(napwake_cache)"/kube-* 2>/dev/null | head -n 1)
+  case ${1:-} in
+    stop) stop_pid kube-apiserver 5 ;;
+    kill) stop_pid kube-apiserver 5 KILL ;;
+    start) apiserver_up ;;
+    *) die "usage: $0 apiserver stop|kill|start" ;;
+  esac
+}
+
 case ${1:-} in
   up) cmd_up ;;
   down) cmd_down ;;
@@ -420,5 +445,6 @@ case ${1:-} in
   load-image) shift; cmd_load_image "$@" ;;
   kubeconfig) echo "$STATE/pki/admin.kubeconfig" ;;
   ingress-env) ingress_env ;;
-  *) die "usage: $0 up|down|status|exec CMD...|load-image FILE...|kubeconfig|ingress-env" ;;
+  apiserver) shift; cmd_apiserver "$@" ;;
+  *) die "usage: $0 up|down|status|exec CMD...|load-image FILE...|kubeconfig|ingress-env|apiserver stop|kill|start" ;;
 esac

@@ -160,7 +160,7 @@ func startDoorman(t *testing.T, clk clock.PassiveClock) *stack {
 func startDoormanWith(t *testing.T, clk clock.PassiveClock, limits proxy.Limits) *stack {
 	t.Helper()
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logr.Discard()))
-	c, err := NewCache(cfg, scheme)
+	c, err := NewCache(cfg, scheme, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,6 +421,12 @@ func TestRoutesCarryTheWakeSettings(t *testing.T) {
 	def := WorkloadOf(&napwakev1alpha1.ManagedWorkload{})
 	if !def.Page || def.Ask {
 		t.Fatalf("defaults: page true, mode Request; got %+v", def)
+	}
+	overrides := WorkloadOf(&napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		napwakev1alpha1.AnnotationPauseUntil: "2026-10-23T20:00:00+02:00", napwakev1alpha1.AnnotationKeepAwakeUntil: "soon",
+	}}})
+	if !overrides.PauseUntil.Equal(time.Date(2026, 10, 23, 18, 0, 0, 0, time.UTC)) || !overrides.KeepAwakeUntil.IsZero() {
+		t.Fatalf("pause-until %v keep-awake-until %v, want 18:00 UTC and none (unreadable)", overrides.PauseUntil, overrides.KeepAwakeUntil)
 	}
 	_ = netip.Addr{}
 }

@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/addr"
+	"napwake.dev/shared/sliceowner"
 )
 
 // FilterEndpoints returns the addresses the doorman may dial for one
@@ -30,9 +30,7 @@ import (
 func FilterEndpoints(eps []*discoveryv1.EndpointSlice, pod func(name string) *corev1.Pod, namespace, service, portName string, rules addr.Rules) []netip.AddrPort {
 	var out []netip.AddrPort
 	for _, s := range eps {
-		if s == nil || s.Namespace != namespace ||
-			s.Labels[napwakev1alpha1.LabelEndpointSliceManagedBy] != napwakev1alpha1.EndpointSliceControllerManager ||
-			s.Labels[napwakev1alpha1.LabelServiceName] != service || !ownedByService(s, service) ||
+		if s == nil || s.Namespace != namespace || !sliceowner.ByController(s, service) ||
 			(s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6) {
 			continue
 		}
@@ -68,18 +66,6 @@ func FilterEndpoints(eps []*discoveryv1.EndpointSlice, pod func(name string) *co
 	}
 	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
 	return out
-}
-
-// ownedByService: the slice's controller is the core/v1 Service named
-// service, as the EndpointSlice controller sets it (with the Service's UID:
-// a slice naming a UID no Service has is deleted by the garbage collector).
-func ownedByService(s *discoveryv1.EndpointSlice, service string) bool {
-	for _, o := range s.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			return o.APIVersion == "v1" && o.Kind == "Service" && o.Name == service && o.UID != ""
-		}
-	}
-	return false
 }
 
 func slicePort(s *discoveryv1.EndpointSlice, name string) (uint16, bool) {

@@ -68,11 +68,7 @@ func stamped(mw *napwakev1alpha1.ManagedWorkload, now time.Time) bool {
 	if st.Phase != napwakev1alpha1.PhasePaused && st.Phase != napwakev1alpha1.PhasePausing {
 		return true
 	}
-	last := lastRequest(mw)
-	if last.IsZero() || st.Pause == nil {
-		return false
-	}
-	return !last.Truncate(time.Second).Before(st.Pause.StartedAt.Time) && now.Sub(last) < proxy.WakeStands
+	return st.Pause != nil && proxy.StampStands(lastRequest(mw), st.Pause.StartedAt.Time, now, proxy.WakeStands)
 }
 
 // Active stamps napwake.dev/last-activity on w with the time now: the

@@ -23,6 +23,7 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/addr"
 	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/shared/rewatch"
 )
 
 // RouteSink is where the watcher sends the routes; *proxy.Server is one.
@@ -67,14 +68,17 @@ type Watcher struct {
 
 // NewCache returns the informer cache the doorman needs: ManagedWorkloads,
 // EndpointSlices the EndpointSlice controller manages, and Pods trimmed to
-// what the endpoint filter reads.
-func NewCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {
+// what the endpoint filter reads. Its informers come back within about a
+// second of an API server outage's end (shared/rewatch); log hears of
+// outages.
+func NewCache(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (cache.Cache, error) {
 	managed, err := labels.NewRequirement(napwakev1alpha1.LabelEndpointSliceManagedBy, selection.Equals, []string{napwakev1alpha1.EndpointSliceControllerManager})
 	if err != nil {
 		return nil, fmt.Errorf("building the EndpointSlice selector: %w", err)
 	}
 	return cache.New(cfg, cache.Options{
-		Scheme: scheme,
+		Scheme:      scheme,
+		NewInformer: rewatch.NewInformer(log),
 		ByObject: map[client.Object]cache.ByObject{
 			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed)},
 			&corev1.Pod{}:                {Transform: trimPod},
@@ -329,5 +333,17 @@ func WorkloadOf(mw *napwakev1alpha1.ManagedWorkload) proxy.Workload {
 		w.ResumedAt = mw.Status.ResumedAt.Time
 	}
 	w.LastRequest = lastRequest(mw)
+	w.PauseUntil = annotationTime(mw, napwakev1alpha1.AnnotationPauseUntil)
+	w.KeepAwakeUntil = annotationTime(mw, napwakev1alpha1.AnnotationKeepAwakeUntil)
 	return w
+}
+
+// annotationTime reads an RFC 3339 annotation of mw, as the operator does;
+// zero when unset or unreadable.
+func annotationTime(mw *napwakev1alpha1.ManagedWorkload, key string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, mw.Annotations[key])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

@@ -38,3 +38,22 @@ napwake_doorman_wakes_total{result="woken"} 1
 		t.Fatalf("wait histogram and rejections: %d series, want 2", n)
 	}
 }
+
+func TestTableEntriesReportEveryNamedTableAtScrapeTime(t *testing.T) {
+	m := New()
+	sizes := map[string]int{"listeners": 2}
+	m.ObserveTables([]string{"listeners", "connections"}, func() map[string]int { return sizes })
+	sizes = map[string]int{"listeners": 3, "connections": 7}
+	want := `
+# HELP napwake_doorman_table_entries Entries in each of the doorman's in-memory tables (listeners, connections, routed keys, wake memos, limiters), by table.
+# TYPE napwake_doorman_table_entries gauge
+napwake_doorman_table_entries{table="connections"} 7
+napwake_doorman_table_entries{table="listeners"} 3
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "napwake_doorman_table_entries"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.GatherAndLint(m.Registry, "napwake_doorman_table_entries"); err != nil || len(problems) != 0 {
+		t.Fatalf("promlint: %v %v", problems, err)
+	}
+}

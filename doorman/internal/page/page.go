@@ -109,6 +109,22 @@ func Asleep(json, head bool) []byte {
 	return response(503, "Service Unavailable", append(hdr, "Content-Type: text/plain; charset=utf-8"), asleepText+"\n", head)
 }
 
+// Paused is the 503 a workload held paused by napwake.dev/pause-until
+// gives every HTTP caller, browsers included: nothing but a wake from the
+// cluster wakes it before until, so no button is offered. Retry-After is
+// the time left (at least a minute); JSON for a client that asks for it.
+func Paused(until, now time.Time, json, head bool) []byte {
+	wait := max(int(until.Sub(now)/time.Second), 60)
+	text := "This environment is paused until " + until.UTC().Format(time.RFC3339) +
+		". Someone with access to the cluster can wake it sooner with `kubectl napwake wake`."
+	hdr := []string{"Cache-Control: no-store", "Retry-After: " + strconv.Itoa(wait), "X-Robots-Tag: noindex"}
+	if json {
+		return response(503, "Service Unavailable", append(hdr, "Content-Type: application/json"),
+			`{"status":"paused","until":"`+until.UTC().Format(time.RFC3339)+`","message":"`+strings.ReplaceAll(text, "`", "'")+`"}`+"\n", head)
+	}
+	return response(503, "Service Unavailable", append(hdr, "Content-Type: text/plain; charset=utf-8"), text+"\n", head)
+}
+
 func response(code int, reason string, headers []string, body string, head bool) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", code, reason)

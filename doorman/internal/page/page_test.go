@@ -83,6 +83,10 @@ func TestFixedAnswers(t *testing.T) {
 		{"Google's health check gets 200", GoogleHC(false), 200, "", ""},
 		{"a hidden file gets 404", NotFound(false), 404, "", ""},
 		{"Ask mode gets 503 with Retry-After: 300 in plain text", Asleep(false, false), 503, "300", asleepText + "\n"},
+		{"pause-until gets 503 with Retry-After the time left, saying until when", Paused(pausedTill, pausedTill.Add(-2*time.Hour), false, false), 503, "7200",
+			"This environment is paused until 2026-10-23T20:00:00Z. Someone with access to the cluster can wake it sooner with `kubectl napwake wake`.\n"},
+		{"pause-until a few seconds from its end asks for a retry in a minute", Paused(pausedTill, pausedTill.Add(-5*time.Second), false, false), 503, "60",
+			"This environment is paused until 2026-10-23T20:00:00Z. Someone with access to the cluster can wake it sooner with `kubectl napwake wake`.\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,5 +99,15 @@ func TestFixedAnswers(t *testing.T) {
 	resp, body := parse(t, Asleep(true, false), "GET")
 	if resp.Header.Get("Content-Type") != "application/json" || !strings.HasPrefix(body, `{"status":"asleep"`) {
 		t.Fatalf("JSON asleep answer: %v %q", resp.Header, body)
+	}
+}
+
+// pausedTill is a pause-until for the answers' tests.
+var pausedTill = time.Date(2026, 10, 23, 20, 0, 0, 0, time.UTC)
+
+func TestPausedAnswersJSONWhenAsked(t *testing.T) {
+	resp, body := parse(t, Paused(pausedTill, pausedTill.Add(-time.Hour), true, false), "GET")
+	if resp.Header.Get("Content-Type") != "application/json" || !strings.HasPrefix(body, `{"status":"paused","until":"2026-10-23T20:00:00Z"`) {
+		t.Fatalf("JSON paused answer: %v %q", resp.Header, body)
 	}
 }

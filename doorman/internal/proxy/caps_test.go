@@ -224,9 +224,9 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	c := h.dial()
 	_, _ = c.Write([]byte("x"))
 	wait(t, "the refused wake", func() bool { return h.rejections(CapWakePerSource) == 1 })
-	// The injected clock's timers: the activity reporter's ticker and the
-	// wake retry.
-	wait(t, "the retry timer", func() bool { return fc.Waiters() == 2 })
+	// The injected clock's timers: the activity reporter's and the
+	// housekeeping's tickers, and the wake retry.
+	wait(t, "the retry timer", func() bool { return fc.Waiters() == 3 })
 	h.srv.waker.mu.Lock()
 	h.srv.waker.limiter.sources[netip.MustParseAddr("127.0.0.1")] = rate.NewLimiter(rate.Every(time.Hour), 1)
 	h.srv.waker.mu.Unlock()
@@ -248,18 +248,18 @@ var _ clock.WithTickerAndDelayedExecution = (*clocktesting.FakeClock)(nil)
 // WokenByRequest per pause. A pause still Paused after that contradicts the
 // memo and is stamped again; a new pause wakes again.
 func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
-	cfg := testConfig()
-	cfg.WakeRetry = 2 * time.Second
-	fc := clocktesting.NewFakeClock(time.Now())
-	cfg.Clock = fc
-	w := testWorkload()
-	w.PausedAt = fc.Now().Add(-time.Hour)
+	cfg, fc, w := pausedOnFakeClock(time.Hour)
 	h := newHarness(t, cfg, w)
 	src := netip.MustParseAddr("127.0.0.1")
+	// One round of a caller's wake each (until is within the retry), the
+	// workload as the doorman's routes say it is now.
 	wake := func(w Workload) {
 		r := h.route
 		r.Workload = w
-		h.srv.waker.wake(context.Background(), r, src, fc.Now().Add(time.Minute))
+		if failed := h.srv.SetRoutes([]Route{r}); len(failed) > 0 {
+			t.Fatalf("SetRoutes: %v", failed)
+		}
+		h.srv.waker.wake(context.Background(), r, src, fc.Now().Add(time.Second))
 	}
 	wake(w)
 	fc.Step(3 * time.Second) // past the 2 s retry: another caller, the phase not yet Resuming here
@@ -281,4 +281,56 @@ func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
 	if n, _, _ := h.rec.counts(); n != 3 {
 		t.Fatalf("%d wakes after a new pause, want 3", n)
 	}
+}
+
+// TestACallerHeldAloneStampsAgainWhileThePauseStands: a caller held alone
+// whose wake stamp did not wake the workload (the operator read it as
+// before the pause, or the doorman stamped from a stale view) stamps the
+// pause again once WakeStands has passed with the workload still Paused,
+// instead of waiting out its maxWait (the e2e's looping client lost a
+// request to that); once the workload is no longer paused it stops.
+func TestACallerHeldAloneStampsAgainWhileThePauseStands(t *testing.T) {
+	cfg, fc, w := pausedOnFakeClock(time.Minute)
+	w.MaxWait = 10 * time.Minute
+	h := newHarness(t, cfg, w)
+	c := h.dial()
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	wakes := func() int { n, _, _ := h.rec.counts(); return n }
+	wait(t, "the first stamp", func() bool { return wakes() == 1 })
+	// Step through WakeStands a retry at a time: each round looks again.
+	for range WakeStands / cfg.WakeRetry {
+		if wakes() != 1 {
+			t.Fatalf("%d stamps within WakeStands of the first, want 1", wakes())
+		}
+		wait(t, "the caller's retry timer", func() bool { return fc.Waiters() == 3 })
+		fc.Step(cfg.WakeRetry)
+	}
+	wait(t, "the pause stamped again by the caller held alone", func() bool { return wakes() == 2 })
+
+	resuming := h.route
+	resuming.Workload.Phase = "Resuming"
+	if failed := h.srv.SetRoutes([]Route{resuming}); len(failed) > 0 {
+		t.Fatalf("SetRoutes: %v", failed)
+	}
+	fc.Step(cfg.WakeRetry) // the loop's next round sees it
+	wait(t, "the caller's wake loop to end", func() bool { return fc.Waiters() == 2 })
+	fc.Step(2 * WakeStands)
+	if n := wakes(); n != 2 {
+		t.Fatalf("%d stamps after the workload was Resuming, want 2", n)
+	}
+	_ = c.Close()
+}
+
+// pausedOnFakeClock is the wake tests' set-up: the production WakeRetry
+// (2 s) on an injected clock, and the test workload paused for ago.
+func pausedOnFakeClock(ago time.Duration) (Config, *clocktesting.FakeClock, Workload) {
+	cfg := testConfig()
+	cfg.WakeRetry = 2 * time.Second
+	fc := clocktesting.NewFakeClock(time.Now())
+	cfg.Clock = fc
+	w := testWorkload()
+	w.PausedAt = fc.Now().Add(-ago)
+	return cfg, fc, w
 }

@@ -96,7 +96,8 @@ func remoteAddr(c net.Conn) netip.Addr {
 // facts are what the policy decides from, now.
 func (c *conn) facts(kind classify.Kind, ready bool) Facts {
 	return Facts{Kind: kind, Left: c.readErr != nil, Ready: ready, Removed: c.removed, Phase: c.route.Workload.Phase,
-		Sent: len(c.buf) > 0, Verdict: c.verdict.Kind, WakeRequested: wakeRequested(c.route.Workload, c.srv.cfg.Clock.Now())}
+		Sent: len(c.buf) > 0, Verdict: c.verdict.Kind, WakeRequested: wakeRequested(c.route.Workload, c.srv.cfg.Clock.Now()),
+		PausedUntil: !c.terms.PausedUntil.IsZero()}
 }
 
 // serve decides what to do with a new connection and does it, up to the
@@ -185,8 +186,9 @@ func (c *conn) classify() (classify.Result, bool) {
 	s := c.srv
 	c.start = s.cfg.Clock.Now()
 	c.terms = termsFor(c.route.Workload, s.routes.sharers(c.route))
+	c.terms.PausedUntil = c.route.Workload.PausedUntil(c.start)
 	c.deadline = time.Now().Add(c.terms.MaxWait)
-	opts := classify.Options{ExtraAgents: s.cfg.ExtraAgents, Page: c.terms.Page, Ask: c.terms.Ask}
+	opts := classify.Options{ExtraAgents: s.cfg.ExtraAgents, Page: c.terms.Page, Ask: c.terms.Ask || !c.terms.PausedUntil.IsZero()}
 	silenceAt := time.Now().Add(s.cfg.Silence)
 	for {
 		var res classify.Result
@@ -221,6 +223,8 @@ func (c *conn) answer(res classify.Result, d Decision) {
 		out = page.Asleep(res.WantsJSON, head)
 	case AsleepPage:
 		out = c.asleepPage()
+	case PausedReply:
+		out = page.Paused(c.terms.PausedUntil, s.cfg.Clock.Now(), res.WantsJSON, head)
 	case WakingPage:
 		wp := page.Waking{Host: res.Host, Path: res.Path, Head: head}
 		if w := c.route.Workload; w.Phase == string(napwakev1alpha1.PhaseResuming) && !w.ResumedAt.IsZero() {
@@ -386,7 +390,7 @@ func (c *conn) dialAndReplay() (_ *net.TCPConn, err error) {
 	if c.heldCaps == nil {
 		return backend, nil // passed straight on: nothing held
 	}
-	if c.readErr != nil {
+	if c.left() != nil { // asked again: nobody read the caller while the dial was in flight
 		return nil, errCallerLeft
 	}
 	if len(c.buf) > 0 {

@@ -37,12 +37,7 @@ func TestHeldCallersDialAtMostDiallingAtOnce(t *testing.T) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", ap.String())
-		if err != nil {
-			return nil, err
-		}
-		return c.(*net.TCPConn), nil
+		return dialTCP(ctx, ap)
 	}
 	w := testWorkload()
 	w.Phase = "Resuming"
@@ -193,12 +188,7 @@ func TestAWorkloadWhosePodsDropSYNsDoesNotHoldUpAnother(t *testing.T) {
 			}
 			return nil, context.DeadlineExceeded
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", ap.String())
-		if err != nil {
-			return nil, err
-		}
-		return c.(*net.TCPConn), nil
+		return dialTCP(ctx, ap)
 	}
 	defer close(gate)
 	w := testWorkload()

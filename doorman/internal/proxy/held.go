@@ -31,28 +31,40 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 // deadline, or why the caller is gone (also kept in readErr).
 //
 // It waits in the netpoller without a buffer: a held connection costs no
-// read buffer while its caller is quiet, only while reading. A notifier's
-// context cuts the read short through context.AfterFunc (interrupt),
-// which starts a goroutine only when the context is done.
+// read buffer while its caller is quiet, only while reading. Nor does it
+// take any of the shared budget while it waits: past its free bytes, a
+// caller's bytes are first seen waiting (a one-byte peek), then the budget
+// they may take is taken and read at once, so the budget counts bytes
+// read, never a quiet caller's. A notifier's context cuts the read short
+// through context.AfterFunc (interrupt), which starts a goroutine only
+// when the context is done.
 func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context) error {
 	if c.readErr != nil {
 		return c.readErr
 	}
-	want, bytesFreed := c.room()
-	if want == 0 {
-		return c.waitUnread(deadline, changed, placeFreed, bytesFreed)
+	if c.full() {
+		return c.waitUnread(deadline, changed, placeFreed, nil)
 	}
 	// The deadline first, then the interrupts: one already due cuts this
 	// read short rather than being overwritten.
 	_ = c.sock.SetReadDeadline(deadline)
 	stopChanged, stopFreed := c.interruptOn(changed), c.interruptOn(placeFreed)
-	read := 0
+	want, read := 0, 0
+	var bytesFreed context.Context
 	var rerr error
 	err := c.rc.Read(func(fd uintptr) bool {
+		if c.counting() && !waiting(fd) {
+			return false // nothing to read yet: wait, taking no budget
+		}
+		if want, bytesFreed = c.room(); want == 0 {
+			return true // bytes wait, the shared budget is spent
+		}
 		bp := readBufs.Get().(*[]byte)
 		defer readBufs.Put(bp)
 		k, e := unix.Read(int(fd), (*bp)[:want])
 		if errors.Is(e, unix.EAGAIN) || errors.Is(e, unix.EINTR) {
+			c.srv.caps.giveBytes(c.unused(want))
+			want = 0
 			return false
 		}
 		switch {
@@ -73,6 +85,8 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 		err = rerr
 	}
 	switch {
+	case err == nil && want == 0 && rerr == nil:
+		return c.waitUnread(deadline, changed, placeFreed, bytesFreed)
 	case err == nil:
 		return nil
 	case isTimeout(err):
@@ -83,6 +97,14 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 	}
 	c.readErr = err
 	return err
+}
+
+// waiting reports whether the socket has a byte to read, or its end (a FIN
+// or an error), without taking it.
+func waiting(fd uintptr) bool {
+	var b [1]byte
+	_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR)
 }
 
 // leftCheck is how often a caller that is not being read (no room for its
@@ -158,17 +180,28 @@ func (c *conn) interruptOn(ctx context.Context) (stop func() bool) {
 	return context.AfterFunc(ctx, c.interrupt)
 }
 
+// full reports whether the caller has sent all the bytes it may: its free
+// bytes and its cap.
+func (c *conn) full() bool {
+	l := c.srv.cfg.Limits
+	return len(c.buf) >= l.FreeBytes+l.ConnBytes
+}
+
+// counting reports whether the caller's next bytes count against the
+// shared budget: its free bytes are read.
+func (c *conn) counting() bool { return len(c.buf) >= c.srv.cfg.Limits.FreeBytes }
+
 // room returns how many bytes the next read may take: the free bytes
-// first, then the shared budget up to the per-connection cap. 0 means none
-// now, and bytesFreed, when not nil, is done once the shared budget has
-// bytes again.
+// first, then the shared budget up to the per-connection cap, taken now.
+// 0 means none now, and bytesFreed, when not nil, is done once the shared
+// budget has bytes again.
 func (c *conn) room() (n int, bytesFreed context.Context) {
 	l := c.srv.cfg.Limits
 	have := len(c.buf)
 	if have < l.FreeBytes {
 		return min(readChunk, l.FreeBytes-have), nil
 	}
-	if have >= l.FreeBytes+l.ConnBytes {
+	if c.full() {
 		return 0, nil
 	}
 	got, freed := c.srv.caps.takeBytes(min(readChunk, l.FreeBytes+l.ConnBytes-have))

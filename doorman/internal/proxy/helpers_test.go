@@ -341,6 +341,16 @@ func (r *recorder) firstWake() string {
 	return w[0]
 }
 
+// dialTCP dials ap, as the default dial does without its socket options.
+func dialTCP(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", ap.String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
 // echoPassing starts a harness for a workload in phase with an echoing pod
 // Ready, and a caller that has sent "ping": the connection goes straight
 // through.

@@ -204,6 +204,16 @@ func newWakeLimiter(l Limits, c clock.PassiveClock) *wakeLimiter {
 	return &wakeLimiter{clock: c, l: l, overall: rate.NewLimiter(rate.Limit(l.OverallPerSecond), l.OverallBurst), sources: map[netip.Addr]*rate.Limiter{}}
 }
 
+// forgetFull drops the per-source limiters that are full at now: a new
+// one for that source would be the same.
+func (w *wakeLimiter) forgetFull(now time.Time) {
+	for a, l := range w.sources {
+		if l.TokensAt(now) >= float64(w.l.SourceBurst) {
+			delete(w.sources, a)
+		}
+	}
+}
+
 // allow reports whether a wake from src may go now: spend, when not nil,
 // takes the allowance, to be called once the wake went (a wake the API
 // server refused spends nothing); cap names the limit refusing it
@@ -213,11 +223,7 @@ func (w *wakeLimiter) allow(src netip.Addr) (spend func(), cap string) {
 	lim, ok := w.sources[src]
 	if !ok {
 		if len(w.sources) >= maxSources {
-			for a, l := range w.sources {
-				if l.TokensAt(now) >= float64(w.l.SourceBurst) {
-					delete(w.sources, a)
-				}
-			}
+			w.forgetFull(now)
 		}
 		lim = rate.NewLimiter(rate.Every(w.l.SourceEvery), w.l.SourceBurst)
 		w.sources[src] = lim

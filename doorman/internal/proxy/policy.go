@@ -74,6 +74,8 @@ const (
 	// AsleepPage: the asleep page with a fresh Wake it button, with the
 	// notice the verdict gives (200, 403 or 429).
 	AsleepPage
+	// PausedReply: 503 saying until when pause-until holds it paused.
+	PausedReply
 )
 
 // Decision is the policy's answer for a connection at one stage.
@@ -112,6 +114,10 @@ type Facts struct {
 	// pause, within pauseWokenFor: the workload is waking though its phase
 	// may not say so yet (wakeRequested).
 	WakeRequested bool
+	// PausedUntil: the route's own workload is held paused by
+	// napwake.dev/pause-until, which nothing the doorman does can lift.
+	// The connection is classified as for Ask, and HTTP gets PausedReply.
+	PausedUntil bool
 }
 
 // decide is the wake policy ("What wakes a workload, and what doesn't"):
@@ -144,6 +150,13 @@ type Facts struct {
 //     pause, a page load gets the waking-up page ("once the workload is
 //     waking, as with Request"), so the waking-up page's reload after a
 //     click does not show the asleep page again; a click still gets 429.
+//
+// Under napwake.dev/pause-until (Facts.PausedUntil) only a wake-requested,
+// which the doorman cannot write, wakes the workload: the connection is
+// classified as for Ask, and HTTP, a browser's too, gets the 503 saying
+// until when (PausedReply), counted as turned away; anything else is closed
+// with nothing sent. Once a pod is Ready (a wake-requested woke it) a
+// request is held and passed on as usual.
 func decide(f Facts) Decision {
 	live := !f.Removed
 	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
@@ -160,6 +173,8 @@ func decide(f Facts) Decision {
 		return Decision{Action: Hold, Wake: live && !f.Kind.Answered()}
 	case f.Kind == classify.Refuse && f.Left && !f.Sent:
 		return Decision{Action: Drop}
+	case f.Kind == classify.Asleep && f.PausedUntil:
+		return Decision{Action: Answer, Reply: PausedReply, TurnedAway: true}
 	case f.Kind == classify.Asleep:
 		return decideAsk(f.Verdict, live, f.WakeRequested)
 	default:
@@ -213,6 +228,9 @@ type Terms struct {
 	Page bool
 	// MaxWait is how long the connection is held for a Ready pod.
 	MaxWait time.Duration
+	// PausedUntil is the own workload's Workload.PausedUntil when the hold
+	// began; zero when not in force.
+	PausedUntil time.Time
 }
 
 // termsFor returns the terms of a connection to own's route, given the
@@ -261,12 +279,21 @@ func sharersOf(r Route, live []Route) []Workload {
 	return out
 }
 
-// wakeRequested reports whether w's last wake request (napwake.dev/
-// last-request, as every doorman pod sees it) came in its current pause and
-// within pauseWokenFor of now: it is waking, or about to be.
+// StampStands reports whether a wake stamp made at last (napwake.dev/
+// last-request, as every doorman pod sees it) is in the pause that began at
+// pausedAt and younger than within at now. The pause's start is stored to
+// the second, and a stamp in that second counts as in the pause, as the
+// operator counts it. The request wake reads it with WakeStands (another
+// pod stamped this pause just now), the asleep page with pauseWokenFor (it
+// is waking, or about to be).
+func StampStands(last, pausedAt, now time.Time, within time.Duration) bool {
+	return !last.IsZero() && !pausedAt.IsZero() && !last.Before(pausedAt.Truncate(time.Second)) && now.Sub(last) < within
+}
+
+// wakeRequested reports whether w's last wake request came in its current
+// pause and within pauseWokenFor of now.
 func wakeRequested(w Workload, now time.Time) bool {
-	return !w.LastRequest.IsZero() && !w.PausedAt.IsZero() && !w.LastRequest.Before(w.PausedAt.Truncate(time.Second)) &&
-		now.Sub(w.LastRequest) < pauseWokenFor
+	return StampStands(w.LastRequest, w.PausedAt, now, pauseWokenFor)
 }
 
 // woken is when this doorman last woke a workload, and the pause it woke;
@@ -287,7 +314,7 @@ const pauseWokenFor = 5 * time.Minute
 // within retry nor woken this pause of it within WakeStands. last is this doorman's
 // last wake of w, if known.
 func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Duration) bool {
-	if w.Phase != string(napwakev1alpha1.PhasePaused) && w.Phase != string(napwakev1alpha1.PhasePausing) {
+	if !paused(w) {
 		return false
 	}
 	if !known {
@@ -298,6 +325,12 @@ func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Dur
 		return false
 	}
 	return w.PausedAt.IsZero() || !w.PausedAt.Equal(last.pausedAt) || since >= WakeStands
+}
+
+// paused reports whether w is Paused or Pausing: a request would wake it,
+// or call its pause off.
+func paused(w Workload) bool {
+	return w.Phase == string(napwakev1alpha1.PhasePaused) || w.Phase == string(napwakev1alpha1.PhasePausing)
 }
 
 // WakeStands is how long a stamped wake of a pause stands while the phase

@@ -79,6 +79,13 @@ func TestDecide(t *testing.T) {
 			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.OtherForm}, Decision{Action: Answer, Reply: AsleepPage}},
 		{"in Ask mode anything else gets the 503, counted as turned away",
 			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, Verdict: ask.Unavailable}, Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}},
+		// pause-until ("What a caller sees under pause-until", docs/schedules.md).
+		{"under pause-until HTTP, a browser's too, gets the paused 503, waking nothing, counted as turned away",
+			Facts{Kind: classify.Asleep, Phase: paused, Sent: true, PausedUntil: true}, Decision{Action: Answer, Reply: PausedReply, TurnedAway: true}},
+		{"under pause-until a workload woken by wake-requested has its request held and passed on, waking nothing more",
+			Facts{Kind: classify.Asleep, Ready: true, Phase: "Resuming", Sent: true, PausedUntil: true}, Decision{Action: Hold}},
+		{"under pause-until anything but HTTP is closed with nothing sent, counted as turned away",
+			Facts{Kind: classify.Refuse, Phase: paused, Sent: true, PausedUntil: true}, Decision{Action: Answer, Reply: NoReply, TurnedAway: true}},
 		{"in Ask mode a request that half-closed is still judged and answered",
 			Facts{Kind: classify.Asleep, Left: true, Phase: paused, Sent: true, Verdict: ask.Unavailable}, Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}},
 		{"in Ask mode a request with a Ready pod is held and passed on, waking nothing",

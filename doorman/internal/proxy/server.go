@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
 	"napwake.dev/doorman/internal/addr"
@@ -176,7 +177,7 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
 	}
 	s.waker = &waker{hooks: hooks, clock: cfg.Clock, retry: cfg.WakeRetry, metrics: m, routes: &s.routes,
-		limiter: newWakeLimiter(cfg.Limits, cfg.Clock), lastWake: map[string]woken{}, log: logr.Discard()}
+		limiter: newWakeLimiter(cfg.Limits, cfg.Clock), lastWake: map[string]woken{}, log: logr.Discard(), failLog: rate.NewLimiter(1, failLogBurst)}
 	return s
 }
 
@@ -191,6 +192,7 @@ func (s *Server) Start(ctx context.Context) {
 	// Cancelling ctx ends every wait at once: a closed socket ends its read.
 	context.AfterFunc(ctx, s.closeAll)
 	go s.activity.report(ctx, s.cfg.Clock, s.hooks, s.log)
+	go s.waker.housekeep(ctx)
 	// Grow the descriptor table now, not in the middle of a wake (see
 	// package fdtable).
 	want := s.cfg.Limits.descriptors()

@@ -26,6 +26,21 @@ type Workload struct {
 	// LastRequest is the napwake.dev/last-request annotation, the last wake
 	// request any doorman pod stamped; zero when unset or unreadable.
 	LastRequest time.Time
+	// PauseUntil and KeepAwakeUntil are the napwake.dev/pause-until and
+	// napwake.dev/keep-awake-until annotations; zero when unset or
+	// unreadable (see PausedUntil).
+	PauseUntil, KeepAwakeUntil time.Time
+}
+
+// PausedUntil is when pause-until holds the workload paused to, as the
+// operator reads it at now: zero when it is not in force (absent, run out,
+// or outweighed by a keep-awake-until in force). Only napwake.dev/wake-
+// requested wakes it before then, so the doorman wakes nothing.
+func (w Workload) PausedUntil(now time.Time) time.Time {
+	if !now.Before(w.PauseUntil) || now.Before(w.KeepAwakeUntil) {
+		return time.Time{}
+	}
+	return w.PauseUntil
 }
 
 // Key names the workload, "namespace/name"; the per-workload caps use it.
@@ -147,6 +162,29 @@ type routeSet struct {
 }
 
 func (rs *routeSet) set(live map[ServiceKey][]Route) { rs.p.Store(&live) }
+
+// wakeable returns, as they are now, r's own workload (while its route is
+// live) and those sharing its Service port, that are Paused or Pausing:
+// the ones a caller of r still waits on to wake.
+func (rs *routeSet) wakeable(r Route) []Workload {
+	m := rs.p.Load()
+	if m == nil {
+		return nil
+	}
+	live := (*m)[r.Key()]
+	var out []Workload
+	for _, o := range live {
+		if o.DoormanPort == r.DoormanPort && o.Workload.Key() == r.Workload.Key() && paused(o.Workload) {
+			out = append(out, o.Workload)
+		}
+	}
+	for _, w := range sharersOf(r, live) {
+		if paused(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
 
 // sharers returns the workloads of the other live routes for r's Service
 // port, on this doorman's other ports, as they are now.

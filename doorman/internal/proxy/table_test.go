@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 func TestAWatchIsToldOnceOnTheNextChangeOfItsKey(t *testing.T) {
@@ -52,5 +53,28 @@ func TestAKeyIsForgottenOnceNoEndpointsAndNoWaitersRemain(t *testing.T) {
 	tb.hold(k, -1)
 	if got := tb.Waiting(k); got != 0 || len(tb.keys) != 0 {
 		t.Fatalf("waiting %d, %d keys kept; want none", got, len(tb.keys))
+	}
+}
+
+func TestPausedUntil(t *testing.T) {
+	now := time.Date(2026, 10, 23, 18, 0, 0, 0, time.UTC)
+	later, earlier := now.Add(time.Hour), now.Add(-time.Hour)
+	for _, tc := range []struct {
+		name string
+		w    Workload
+		want time.Time
+	}{
+		{"no pause-until holds nothing", Workload{}, time.Time{}},
+		{"a pause-until ahead holds it until then", Workload{PauseUntil: later}, later},
+		{"a pause-until run out holds nothing", Workload{PauseUntil: earlier}, time.Time{}},
+		{"a pause-until exactly now has run out", Workload{PauseUntil: now}, time.Time{}},
+		{"a keep-awake-until in force outweighs it", Workload{PauseUntil: later, KeepAwakeUntil: now.Add(time.Minute)}, time.Time{}},
+		{"a keep-awake-until run out does not", Workload{PauseUntil: later, KeepAwakeUntil: earlier}, later},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.w.PausedUntil(now); !got.Equal(tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

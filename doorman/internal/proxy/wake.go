@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
 	"napwake.dev/doorman/internal/metrics"
@@ -28,7 +29,16 @@ type waker struct {
 	mu       sync.Mutex
 	limiter  *wakeLimiter
 	lastWake map[string]woken
+	swept    time.Time // when remember last dropped the entries that say nothing
+	// failLog spaces the log lines of failed wakes: through an API outage
+	// every held caller's retry fails, hundreds a second; suppressed counts
+	// those not logged, told with the next line.
+	failLog    *rate.Limiter
+	suppressed int
 }
+
+// Failed wakes are logged at most failLogBurst at once, then one a second.
+const failLogBurst = 5
 
 // answeredWakeFor is how long the wake of a caller that was answered (a
 // browser shown the waking-up page, a click) goes on being retried after
@@ -44,8 +54,9 @@ const patchTimeout = 5 * time.Second
 // wake wakes r's workload, and every other paused workload routed for the
 // same Service port ("Services shared with other workloads": every
 // workload behind it paused, a request wakes them all), retrying every
-// WakeRetry while a rate limit refuses or a patch fails, until each is
-// woken, until passes or ctx ends (no caller wants it any more). One
+// WakeRetry while a rate limit refuses or a patch fails, until none is
+// paused any more in this doorman's view, until passes or ctx ends (no
+// caller wants it any more). One
 // request counts once against the rate limits, however many workloads it
 // wakes, and only once it went: a wake the API server refused spends no
 // allowance.
@@ -56,29 +67,29 @@ const patchTimeout = 5 * time.Second
 // caller that tried it leaves while others wait.
 func (k *waker) wake(ctx context.Context, r Route, src netip.Addr, until time.Time) {
 	for {
-		var claimed []Workload
-		waiting := false
-		for _, w := range append([]Workload{r.Workload}, k.routes.sharers(r)...) {
-			switch k.claim(w) {
-			case wakeClaimed:
-				claimed = append(claimed, w)
-			case wakeInFlight:
-				waiting = true
-			case wakeDone:
-			}
-		}
-		if len(claimed) == 0 && !waiting {
+		// The workloads as they are now, not as the caller found them: the
+		// loop ends once none is paused any more (woken, or its route gone).
+		ws := k.routes.wakeable(r)
+		if len(ws) == 0 {
 			return
 		}
+		var claimed []Workload
+		for _, w := range ws {
+			if k.claim(w) == wakeClaimed { // in flight elsewhere, or stamped: looked at again next round
+				claimed = append(claimed, w)
+			}
+		}
+		// Nothing claimed and nothing in flight is not the end: a workload
+		// this doorman (or another pod) stamped but still Paused after
+		// WakeStands is stamped again (wouldWake), so a caller held alone
+		// is not left waiting out its maxWait on a stamp the operator read
+		// as before the pause, or one made from a stale view.
 		if len(claimed) > 0 {
 			if spend, cap := k.allow(src); spend == nil {
 				k.metrics.Rejections.WithLabelValues(cap).Inc()
 				k.unclaim(claimed)
 			} else if ok := k.patch(ctx, r.Service, src, claimed); ok || k.someWoke(claimed) {
 				k.spend(spend)
-				if ok && !waiting {
-					return
-				}
 			}
 		}
 		if !k.clock.Now().Add(k.retry).Before(until) {
@@ -107,15 +118,29 @@ func (k *waker) patch(ctx context.Context, service string, src netip.Addr, ws []
 		if err != nil {
 			delete(k.lastWake, w.Key())
 		} else {
-			k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt}
+			k.remember(w, false)
 		}
 		k.mu.Unlock()
 		if err != nil {
-			k.log.Error(err, "Waking", "workload", w.Key())
+			k.logFailure(err, w)
 			all = false
 		}
 	}
 	return all
+}
+
+// logFailure logs a failed wake of w, unless too many were just logged.
+func (k *waker) logFailure(err error, w Workload) {
+	k.mu.Lock()
+	if !k.failLog.Allow() {
+		k.suppressed++
+		k.mu.Unlock()
+		return
+	}
+	n := k.suppressed
+	k.suppressed = 0
+	k.mu.Unlock()
+	k.log.Error(err, "Waking", "workload", w.Key(), "failuresNotLogged", n)
 }
 
 // unclaim gives up the claims on ws, whose wake did not go.
@@ -178,11 +203,40 @@ func (k *waker) claim(w Workload) int {
 	if !wouldWake(w, last, known, k.clock.Now(), k.retry) {
 		return wakeDone
 	}
-	if len(k.lastWake) > maxSources {
-		clear(k.lastWake)
-	}
-	k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt, inFlight: true}
+	k.remember(w, true)
 	return wakeClaimed
+}
+
+// sweep drops, k.mu held, the memo entries that no longer say anything
+// (not in flight, and older than both the retry pause and WakeStands:
+// wouldWake reads them as unknown) and the per-source limiters that are
+// full again (a new one is the same), so a doorman whose workloads were
+// woken once and went (preview environments) keeps nothing of them.
+func (k *waker) sweep(now time.Time) {
+	k.swept = now
+	for key, last := range k.lastWake {
+		if !last.inFlight && now.Sub(last.at) >= max(k.retry, WakeStands) {
+			delete(k.lastWake, key)
+		}
+	}
+	k.limiter.forgetFull(now)
+}
+
+// housekeep sweeps every WakeStands until ctx ends, so the tables empty
+// when no wake comes to do it.
+func (k *waker) housekeep(ctx context.Context) {
+	t := k.clock.NewTicker(WakeStands)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C():
+			k.mu.Lock()
+			k.sweep(now)
+			k.mu.Unlock()
+		}
+	}
 }
 
 // clicked remembers a click's wake of w, stamped by Hooks.Click, so the
@@ -190,8 +244,19 @@ func (k *waker) claim(w Workload) int {
 func (k *waker) clicked(w Workload) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.remember(w, false)
+}
+
+// remember records a wake of w now, k.mu held. It sweeps first when
+// housekeep has not for WakeStands; past maxSources entries it forgets
+// them all.
+func (k *waker) remember(w Workload, inFlight bool) {
+	now := k.clock.Now()
+	if now.Sub(k.swept) >= WakeStands {
+		k.sweep(now)
+	}
 	if len(k.lastWake) > maxSources {
 		clear(k.lastWake)
 	}
-	k.lastWake[w.Key()] = woken{at: k.clock.Now(), pausedAt: w.PausedAt}
+	k.lastWake[w.Key()] = woken{at: now, pausedAt: w.PausedAt, inFlight: inFlight}
 }

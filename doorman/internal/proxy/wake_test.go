@@ -110,7 +110,7 @@ func TestConnectionsPassingThroughAreReportedAsActivity(t *testing.T) {
 	h, b, c := echoPassing(t, cfg, "Running") // a route lingering after the wake
 	wait(t, "the connection passing", func() bool { return b.accepted() == 1 })
 	active := func() int { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return len(h.rec.active) }
-	wait(t, "the reporter's ticker", func() bool { return fc.HasWaiters() })
+	wait(t, "the reporter's and the housekeeping's tickers", func() bool { return fc.Waiters() == 2 })
 	fc.Step(ActivityEvery)
 	wait(t, "the workload reported active", func() bool { return active() == 1 })
 	_ = c.Close()

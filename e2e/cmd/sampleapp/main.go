@@ -4,12 +4,14 @@
 // port like MySQL does, for the server-speaks-first scenario. It can also act
 // as a client (`sampleapp get URL`), since its image has no shell or curl,
 // and as a stand-in Prometheus (`--stand-in-prometheus`) whose every instant
-// query answers one value the suite sets, for the activity-query scenario,
-// and as a TLS-terminating front (`--tls-front`) for the asking scenarios.
+// query answers one value the suite sets, for the activity-query scenario.
 // With --upstream it is one tier of an environment: each request to / calls
 // the upstream URL (another sample app's Service) and answers with its own
 // line followed by the upstream's answer, so a front end's answer shows the
-// whole chain, for the dependencies scenario.
+// whole chain, for the dependencies scenario. With --shutdown-delay it goes
+// on serving for a while after SIGTERM (readiness failing), as the spec
+// advises apps behind a pause; /stream?for=D answers a line every 100 ms
+// for D, a long-lived connection.
 package main
 
 import (
@@ -49,23 +51,18 @@ func serve() error {
 	upstream := flag.String("upstream", "", "if set, a URL each request to / calls first, its answer appended to this one's; $VAR and ${VAR} are read from the environment at each request (a Service's <NAME>_SERVICE_HOST)")
 	upstreamTimeout := flag.Duration("upstream-timeout", 3*time.Minute, "give up on the upstream after this long (the doorman may hold the call while it wakes)")
 	promStandIn := flag.Bool("stand-in-prometheus", false, "also answer Prometheus instant queries (/api/v1/query) with the value /set-activity?value=N sets (0 at start)")
-	front := flag.String("tls-front", "", "instead of the app: end TLS on --listen and pass every request on to this http:// upstream, Host unchanged")
-	cert := flag.String("tls-cert", "", "--tls-front's certificate, PEM")
-	key := flag.String("tls-key", "", "--tls-front's key, PEM")
+	shutdownDelay := flag.Duration("shutdown-delay", 0, "after SIGTERM, fail readiness but go on serving this long before shutting down")
 	flag.Parse()
-	if *front != "" {
-		return tlsFront(*addr, *front, *cert, *key)
-	}
 
-	var ready atomic.Bool
+	var ready, stopping atomic.Bool
 	started := time.Now()
 	time.AfterFunc(*startup, func() { ready.Store(true) })
 	host, _ := os.Hostname()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
+		if !ready.Load() || stopping.Load() {
+			http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
@@ -85,6 +82,7 @@ func serve() error {
 		}
 		fmt.Fprint(w, own+"> "+body)
 	})
+	mux.HandleFunc("/stream", stream)
 	if *promStandIn {
 		standInPrometheus(mux)
 	}
@@ -102,6 +100,8 @@ func serve() error {
 	}
 	go func() {
 		<-ctx.Done()
+		stopping.Store(true)
+		time.Sleep(*shutdownDelay) // serving on, as an app that drains after SIGTERM
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
@@ -110,6 +110,30 @@ func serve() error {
 		return err
 	}
 	return nil
+}
+
+// stream answers a line every 100 ms for ?for= (default 10 s), flushing
+// each, then ends the body with "done".
+func stream(w http.ResponseWriter, r *http.Request) {
+	d, err := time.ParseDuration(r.URL.Query().Get("for"))
+	if err != nil {
+		d = 10 * time.Second
+	}
+	f, _ := w.(http.Flusher)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+		fmt.Fprintln(w, "tick")
+		if f != nil {
+			f.Flush()
+		}
+	}
+	fmt.Fprintln(w, "done")
 }
 
 // callUpstream GETs url and returns its body, failing on a status other

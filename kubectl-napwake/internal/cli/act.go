@@ -26,16 +26,32 @@ type action struct {
 	annotation string
 	want       napwakev1alpha1.Phase
 	short      string
+	// until is the override --until writes instead of annotation, and
+	// keep (awake or paused) is what it does.
+	until, keep string
+	// clears is the override the other verb writes, removed by this one
+	// (by pause always: keep-awake-until would hold off any pause).
+	clears string
+	// untilHow says whether --until's annotation replaces annotation
+	// ("instead") or comes with it ("as well"); note says what becomes of
+	// the other override. Both for --help.
+	untilHow, note string
+	// untilValue is --until as given; nil without it.
+	untilValue *string
 }
 
 var (
 	wakeAction = action{
 		verb: "wake", annotation: napwakev1alpha1.AnnotationWakeRequested, want: napwakev1alpha1.PhaseRunning,
 		short: "Wake a paused workload now, whatever its wake mode says",
+		until: napwakev1alpha1.AnnotationKeepAwakeUntil, keep: "awake", clears: napwakev1alpha1.AnnotationPauseUntil, untilHow: "instead",
+		note: "--until also removes\n" + napwakev1alpha1.AnnotationPauseUntil + "; without it, this wake is the one thing pause-until lets through.",
 	}
 	pauseAction = action{
 		verb: "pause", annotation: napwakev1alpha1.AnnotationPauseRequested, want: napwakev1alpha1.PhasePaused,
 		short: "Pause a workload now, without waiting for it to go idle",
+		until: napwakev1alpha1.AnnotationPauseUntil, keep: "paused", clears: napwakev1alpha1.AnnotationKeepAwakeUntil, untilHow: "as well",
+		note: "Either way it\nremoves " + napwakev1alpha1.AnnotationKeepAwakeUntil + ", which would hold off any pause.",
 	}
 )
 
@@ -46,22 +62,30 @@ const defaultWaitTimeout = 5 * time.Minute
 func newActCommand(o *Options, a action) *cobra.Command {
 	var wait bool
 	var timeout time.Duration
+	var until string
 	cmd := &cobra.Command{
 		Use:   a.verb + " NAME",
 		Short: a.short,
 		Long: fmt.Sprintf(`%s.
 
 Sets the annotation %s on the ManagedWorkload to the current time (RFC 3339,
-UTC); the operator acts on it. With --wait, follows the phase until it is %s
-or --timeout passes, and says how long it took.`, a.short, a.annotation, a.want),
+UTC); the operator acts on it. With --until, sets %s to the
+time given %s, keeping it %s until then (docs/schedules.md). %s
+With --wait, follows the phase until it is %s or --timeout passes, and says
+how long it took.`, a.short, a.annotation, a.until, a.untilHow, a.keep, a.note, a.want),
 		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
 				return userErrorf("--timeout must be more than 0s, got %s", timeout)
 			}
-			return o.runAct(cmd.Context(), args[0], a, wait, timeout)
+			act := a
+			if cmd.Flags().Changed("until") {
+				act.untilValue = &until
+			}
+			return o.runAct(cmd.Context(), args[0], act, wait, timeout)
 		},
 	}
+	cmd.Flags().StringVar(&until, "until", "", fmt.Sprintf(untilHelp, a.keep, a.until))
 	cmd.Flags().BoolVar(&wait, "wait", false, fmt.Sprintf("Wait until the workload is %s.", a.want))
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultWaitTimeout, "How long --wait waits before giving up (non-zero exit).")
 	return cmd
@@ -73,18 +97,37 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 		return err
 	}
 	now, skew := o.stamp(s)
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{a.annotation: now}}})
+	key, value := a.annotation, now.Format(time.RFC3339)
+	if a.untilValue != nil {
+		loc, _ := scheduleZone(mw)
+		t, err := parseUntil(*a.untilValue, now, loc)
+		if err != nil {
+			return err
+		}
+		key, value = a.until, t.Format(time.RFC3339)
+	}
+	annotations := map[string]any{key: value}
+	if a.verb == pauseAction.verb || a.untilValue != nil {
+		annotations[a.clears] = nil // a merge patch's null removes it
+	}
+	if a.verb == pauseAction.verb {
+		// pause-until alone does not pause a workload a wake-requested
+		// woke since its last pause (that wake is exempt): ask for the
+		// pause now too.
+		annotations[a.annotation] = now.Format(time.RFC3339)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return fmt.Errorf("encoding the patch: %w", err)
 	}
 	if err := s.c.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return s.explain(ctx, err, "setting "+a.annotation+" on ManagedWorkload "+name, name)
+		return s.explain(ctx, err, "setting "+key+" on ManagedWorkload "+name, name)
 	}
 	if skew > maxQuietSkew || skew < -maxQuietSkew {
 		fmt.Fprintf(o.IO.ErrOut, "note: this machine's clock is %s off the cluster's; the request carries the cluster's time\n", skew.Abs().Round(time.Second))
 	}
 	ref := mw.Namespace + "/" + mw.Name
-	fmt.Fprintf(o.IO.Out, "%s: %s requested (%s=%s); it is %s now\n", ref, a.verb, a.annotation, now, phaseOrUnknown(mw.Status.Phase))
+	fmt.Fprintf(o.IO.Out, "%s: %s requested (%s=%s); it is %s now\n", ref, a.verb, key, value, phaseOrUnknown(mw.Status.Phase))
 	if !wait {
 		return nil
 	}
@@ -99,13 +142,13 @@ const maxQuietSkew = time.Minute
 // answer to the GET before it, so this machine's clock does not matter; its
 // own clock only when no answer carried a Date. skew is how far this
 // machine's clock is from the server's (0 when unknown).
-func (o *Options) stamp(s *session) (at string, skew time.Duration) {
-	local := o.Clock.Now().UTC()
+func (o *Options) stamp(s *session) (at time.Time, skew time.Duration) {
+	local := o.Clock.Now().UTC().Truncate(time.Second)
 	server, ok := s.clock.now()
 	if !ok {
-		return local.Format(time.RFC3339), 0
+		return local, 0
 	}
-	return server.Format(time.RFC3339), local.Sub(server)
+	return server, local.Sub(server)
 }
 
 // verbFor names the request that waits for phase p.

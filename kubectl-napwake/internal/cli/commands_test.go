@@ -181,20 +181,37 @@ func TestOutputRoundTrips(t *testing.T) {
 
 func TestForecastDrawsTheWeek(t *testing.T) {
 	ns := namespace(t, "forecast")
-	hours := make([]int32, 168)
-	for d := range 5 {
-		for h := 9; h < 18; h++ {
-			hours[d*24+h] = 250
+	// Weekdays busy 09-17, a person at 10 of each last week.
+	w := napwakev1alpha1.ForecastWeek{Hours: 3 * 168}
+	var lw napwakev1alpha1.LastWeek
+	for slot := range 5 * 24 {
+		if h := slot % 24; h >= 9 && h < 18 {
+			w.Shares[slot], lw.Busy[slot], lw.Person[slot] = 0.6, true, h == 10
 		}
-		hours[d*24+10] = 1000
 	}
 	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
-		Spec: napwakev1alpha1.ManagedWorkloadSpec{Forecast: &napwakev1alpha1.ForecastSpec{TimeZone: "America/New_York"}},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{Forecast: &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "America/New_York", Mode: napwakev1alpha1.ForecastObserve}},
 		Status: napwakev1alpha1.ManagedWorkloadStatus{Phase: napwakev1alpha1.PhaseRunning,
-			Forecast: &napwakev1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 40, UpdatedAt: atp(-time.Hour)}}})
+			Forecast: &napwakev1alpha1.ForecastStatus{State: napwakev1alpha1.WriteForecastState(w), LastWeek: napwakev1alpha1.EncodeLastWeek(lw),
+				Figures: &napwakev1alpha1.ForecastFigures{Since: atp(-21 * 24 * time.Hour), ColdStartsPerson: 9, ForecastWakes: 10, ForecastWakesUsed: 7,
+					ColdStartsAvoided: 7, AwakeSeconds: map[string]int64{"request": 7200}}}}})
 	r := run(t, adminKubeconfig, nil, "forecast", "api", "-n", ns)
 	mustSucceed(t, r)
 	golden(t, "forecast-week", r.out)
+
+	r = run(t, adminKubeconfig, nil, "forecast", "api", "-n", ns, "-o", "json")
+	mustSucceed(t, r)
+	var v render.ForecastView
+	if err := json.Unmarshal([]byte(r.out), &v); err != nil {
+		t.Fatalf("forecast -o json: %v\n%s", err, r.out)
+	}
+	if len(v.Shares) != 168 || v.Shares[10] != 0.6 || v.LastWeek[10] != "hit" || v.LastWeek[11] != "unused" || v.HistoryHours != 3*168 ||
+		v.Mode != "Observe" || v.Figures == nil || v.Figures.ForecastWakesUsed != 7 {
+		t.Errorf("forecast -o json read %+v", v)
+	}
+	if r := run(t, adminKubeconfig, nil, "forecast", "api", "-n", ns, "-o", "yaml"); r.err == nil {
+		t.Error("forecast -o yaml succeeded; only json is supported")
+	}
 }
 
 func TestVersionReadsTheOperatorsPodLabel(t *testing.T) {

@@ -1,23 +1,45 @@
 package cli
 
 import (
+	"encoding/json"
+
 	"github.com/spf13/cobra"
 
 	"napwake.dev/kubectl-napwake/internal/render"
 )
 
 func newForecastCommand(o *Options) *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "forecast NAME",
-		Short: "Draw the week the forecast expects for a workload, as a 7×24 grid",
-		Args:  exactlyOneName,
+		Short: "Draw the week the forecast learned for a workload, last week's hits and misses, and its figures",
+		Long: `Draw the week the operator's forecast learned for a workload, from its
+status.forecast: a 7×24 grid in spec.forecast.timeZone, each hour by its
+share of recent weeks with a person in it (█ usually busy, at least 0.5: the
+forecast wakes it before and holds it through; · expected quiet, under 0.05:
+pauseEarly may pause it), marked with last week's hits and misses; then what
+the forecast did and cost (cold starts, wakes used, early pauses regretted,
+awake time by what woke it). Before a full week it says how much it has
+learned. -o json prints the same as an object.`,
+		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "" && format != "json" {
+				return userErrorf("--output %q is not supported: use json, or leave it out for the grid", format)
+			}
 			_, mw, err := o.getWorkload(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			render.Forecast(o.IO.Out, mw, o.renderOptions(false))
+			v := render.ForecastOf(mw, o.Clock.Now())
+			if format == "json" {
+				enc := json.NewEncoder(o.IO.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(v)
+			}
+			render.Forecast(o.IO.Out, v, o.renderOptions(false))
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&format, "output", "o", "", "Output format: json, or the grid when unset.")
+	return cmd
 }

@@ -67,6 +67,12 @@ func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []cor
 		pauseAt = "not running"
 	}
 	clock.add(txt("Pauses at:"), txt(pauseAt))
+	if sc := ScheduleSummary(mw, o); sc != "" {
+		clock.add(txt("Schedule:"), txt(sc))
+	}
+	if ov := OverrideSummary(mw, o); ov != "" {
+		clock.add(txt("Override:"), txt(ov))
+	}
 	clock.add(txt("Last resumed:"), txt(agoStamp(o, s.ResumedAt)))
 	clock.write(w, o)
 

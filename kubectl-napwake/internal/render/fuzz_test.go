@@ -2,7 +2,7 @@ package render
 
 import (
 	"bytes"
-	"encoding/binary"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +15,16 @@ import (
 
 // FuzzRenderObjectsFromTheCluster feeds the renderers what a cluster may hold:
 // any condition reason and message, event message, activity source, phase,
-// time zone and forecast hours of any length and value. What must never
+// time zone and forecast state and last week of any bytes. What must never
 // happen: a panic; a byte below 0x20 other than a newline in the output
 // (escape sequences from an object would drive the user's terminal); or a
 // message adding lines, which would break a row.
 func FuzzRenderObjectsFromTheCluster(f *testing.F) {
 	f.Add("ServedByOtherPods", "at its last pause: Service web is shared", "bad value", "request", "Paused", "UTC", []byte{0, 0, 3, 232})
 	f.Add("\x1b[31mRed", "line one\nline two\r\n\ttabbed", "\x1b]0;title\x07", "\u202eevil", "Resuming", "Mars/Olympus", []byte{0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff})
+	f.Add("R", "m", "e", "request", "Running", "Europe/Berlin", append([]byte{1}, bytes.Repeat([]byte{0xff}, 215)...))
 	f.Add("", "", "", "", "", "", []byte{})
 	f.Fuzz(func(t *testing.T, reason, message, eventMsg, source, phase, zone string, raw []byte) {
-		hours := make([]int32, 0, len(raw)/4)
-		for i := 0; i+4 <= len(raw) && len(hours) < 400; i += 4 {
-			hours = append(hours, int32(binary.BigEndian.Uint32(raw[i:])))
-		}
 		mw := napwakev1alpha1.ManagedWorkload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api"},
 			Spec: napwakev1alpha1.ManagedWorkloadSpec{
@@ -38,7 +35,7 @@ func FuzzRenderObjectsFromTheCluster(f *testing.F) {
 				Phase:              napwakev1alpha1.Phase(phase),
 				LastActivitySource: source,
 				Pause:              &napwakev1alpha1.PauseStatus{StartedAt: at(-time.Hour), Replicas: 2, Reason: napwakev1alpha1.PauseReason(reason)},
-				Forecast:           &napwakev1alpha1.ForecastStatus{Hours: hours},
+				Forecast:           &napwakev1alpha1.ForecastStatus{State: base64.StdEncoding.EncodeToString(raw), LastWeek: base64.StdEncoding.EncodeToString(raw[:min(len(raw), 42)])},
 				Conditions: []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: reason,
 					Message: napwakev1alpha1.CarriedOverPrefix + message}},
 			},
@@ -62,7 +59,9 @@ func FuzzRenderObjectsFromTheCluster(f *testing.F) {
 			Status(b, []napwakev1alpha1.ManagedWorkload{*m}, events, "ns", Options{Now: now, Wide: true})
 		}
 		describe := func(b *bytes.Buffer, m *napwakev1alpha1.ManagedWorkload) { Describe(b, m, events, Options{Now: now}) }
-		forecast := func(b *bytes.Buffer, m *napwakev1alpha1.ManagedWorkload) { Forecast(b, m, Options{Now: now}) }
+		forecast := func(b *bytes.Buffer, m *napwakev1alpha1.ManagedWorkload) {
+			Forecast(b, ForecastOf(m, now), Options{Now: now})
+		}
 		n := lines(status)
 		nd := lines(describe)
 		lines(forecast)

@@ -147,27 +147,62 @@ func TestDescribeGolden(t *testing.T) {
 func TestForecastGolden(t *testing.T) {
 	mws, _ := fleet()
 	empty := mws[0]
-	t.Run("forecast-no-data", func(t *testing.T) {
-		var b bytes.Buffer
-		Forecast(&b, &empty, Options{Now: now})
-		golden(t, "forecast-no-data", b.Bytes())
-	})
-	week := mws[0]
-	hours := make([]int32, hoursPerWeek)
-	for d := range 5 { // weekdays, 09-18, busiest at 10 and 14
-		for h := 9; h < 18; h++ {
-			hours[d*24+h] = 300
-		}
-		hours[d*24+10], hours[d*24+14] = 1200, 900
+	for _, tc := range []struct {
+		name string
+		mw   napwakev1alpha1.ManagedWorkload
+	}{
+		{"forecast-no-data", empty},
+		{"forecast-learning", withForecast(empty, 100, nil)},
+		{"forecast-week", withForecast(empty, 4*168+30, &napwakev1alpha1.ForecastFigures{
+			Since: atp(-30 * 24 * time.Hour), ColdStartsPerson: 14, ColdStartsMissed: 5, ColdStartsAvoided: 21,
+			ForecastWakes: 20, ForecastWakesUsed: 15, EarlyPauses: 4, EarlyPauseRegrets: 1,
+			AwakeSeconds: map[string]int64{"request": 36000, "forecast": 18000, "hold": 5400},
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Forecast(&b, ForecastOf(&tc.mw, now), Options{Now: now})
+			golden(t, tc.name, b.Bytes())
+		})
 	}
-	hours[5*24+11] = 40 // a Saturday visit
-	week.Spec.Forecast = &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Europe/Berlin"}
-	week.Status.Forecast = &napwakev1alpha1.ForecastStatus{Hours: hours, ResumeSeconds: 45, UpdatedAt: atp(-2 * time.Hour)}
-	t.Run("forecast-week", func(t *testing.T) {
-		var b bytes.Buffer
-		Forecast(&b, &week, Options{Now: now})
-		golden(t, "forecast-week", b.Bytes())
-	})
+}
+
+// withForecast is mw with a Berlin forecast of hours of history: weekdays
+// busy 09-17, 12 sometimes, a Saturday visit; last week a person at 10 and
+// 18 on weekdays, nobody on Friday; figures fig.
+func withForecast(mw napwakev1alpha1.ManagedWorkload, hours int64, fig *napwakev1alpha1.ForecastFigures) napwakev1alpha1.ManagedWorkload {
+	var w napwakev1alpha1.ForecastWeek
+	var lw napwakev1alpha1.LastWeek
+	for d := range 5 {
+		for h := 9; h < 17; h++ {
+			w.Shares[d*24+h] = 0.8
+			lw.Busy[d*24+h] = true
+		}
+		w.Shares[d*24+12] = 0.3
+		lw.Busy[d*24+12] = false
+		if d < 4 {
+			lw.Person[d*24+10], lw.Person[d*24+18] = true, true
+		}
+	}
+	w.Shares[5*24+11] = 0.2
+	w.Hours, w.LastPerson = hours, now.Add(-3*time.Hour).Truncate(time.Second)
+	mw.Spec.Forecast = &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Europe/Berlin"}
+	mw.Status.Forecast = &napwakev1alpha1.ForecastStatus{
+		State: napwakev1alpha1.WriteForecastState(w), LastWeek: napwakev1alpha1.EncodeLastWeek(lw), Figures: fig,
+		Last: &napwakev1alpha1.ForecastAction{Action: napwakev1alpha1.ForecastActionHold, Slot: at(-30 * time.Minute), At: at(-20 * time.Minute),
+			Message: "held awake in Tue 15:00 (0.80 over 4.2 weeks; a person 1h10m0s ago)"},
+	}
+	return mw
+}
+
+func TestForecastOfAnUnreadableState(t *testing.T) {
+	mws, _ := fleet()
+	mw := mws[0]
+	mw.Status.Forecast = &napwakev1alpha1.ForecastStatus{State: "AAAA"}
+	v := ForecastOf(&mw, now)
+	if v.Problem != "forecast state is 3 bytes, want 216" || v.Shares != nil {
+		t.Errorf("problem %q, %d shares; want the length named and no week", v.Problem, len(v.Shares))
+	}
 }
 
 func TestVersionGolden(t *testing.T) {
@@ -183,28 +218,6 @@ func TestVersionGolden(t *testing.T) {
 			var b bytes.Buffer
 			Version(&b, VersionReport{Plugin: plugin, Operator: tc.op}, Options{Now: now})
 			golden(t, tc.name, b.Bytes())
-		})
-	}
-}
-
-func TestShade(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		v, peak int32
-		want    int
-	}{
-		{"an hour nobody came is empty", 0, 1000, 0},
-		{"an empty week draws nothing", 0, 0, 0},
-		{"the busiest hour is darkest", 1000, 1000, 4},
-		{"a trace of activity still shows", 1, 1000, 1},
-		{"a quarter of the peak is the first step", 250, 1000, 1},
-		{"just over a quarter is the second step", 251, 1000, 2},
-		{"three quarters is the third step", 750, 1000, 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Shade(tc.v, tc.peak); got != tc.want {
-				t.Errorf("Shade(%d, %d) = %d, want %d", tc.v, tc.peak, got, tc.want)
-			}
 		})
 	}
 }

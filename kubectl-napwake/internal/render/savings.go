@@ -53,7 +53,7 @@ func SavingsOf(mws []napwakev1alpha1.ManagedWorkload, requests map[string]Reques
 			seconds += float64(s.PausedReplicaSeconds)
 			r.Pauses += s.Pauses
 			if s.Since != nil {
-				r.Since = earliest(r.Since, s.Since.Time, true)
+				r.Since = earliest(r.Since, s.Since.Time)
 			}
 		}
 		// A pause under way has saved its replicas since it began; the
@@ -62,7 +62,7 @@ func SavingsOf(mws []napwakev1alpha1.ManagedWorkload, requests map[string]Reques
 			if d := now.Sub(p.StartedAt.Time); d > 0 {
 				seconds += float64(p.Replicas) * d.Seconds()
 				r.Pauses++
-				r.Since = earliest(r.Since, p.StartedAt.Time, true)
+				r.Since = earliest(r.Since, p.StartedAt.Time)
 			}
 		}
 		hours := seconds / 3600
@@ -96,8 +96,9 @@ func SavingsOf(mws []napwakev1alpha1.ManagedWorkload, requests map[string]Reques
 	return out
 }
 
-func earliest(cur *time.Time, t time.Time, ok bool) *time.Time {
-	if !ok || t.IsZero() {
+// earliest is the earlier of cur and t; a zero t (nothing known) leaves cur.
+func earliest(cur *time.Time, t time.Time) *time.Time {
+	if t.IsZero() {
 		return cur
 	}
 	if cur == nil || t.Before(*cur) {
@@ -125,7 +126,7 @@ func Savings(w io.Writer, rows []SavingsRow, o Options) {
 		total.ReplicaHours += r.ReplicaHours
 		total.CPUCoreHours += r.CPUCoreHours
 		total.MemoryGiBHours += r.MemoryGiBHours
-		total.Since = earliest(total.Since, deref(r.Since), r.Since != nil)
+		total.Since = earliest(total.Since, deref(r.Since))
 		unknown += r.Unknown
 	}
 	if len(rows) > 1 {

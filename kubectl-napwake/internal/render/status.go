@@ -44,7 +44,7 @@ func Problems(mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, now ti
 			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 		}
 	}
-	for _, typ := range []string{napwakev1alpha1.ConditionTargetAvailable, napwakev1alpha1.ConditionGitOps} {
+	for _, typ := range []string{napwakev1alpha1.ConditionTargetAvailable, napwakev1alpha1.ConditionGitOps, napwakev1alpha1.ConditionSchedule} {
 		if c := meta.FindStatusCondition(mw.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse {
 			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 		}
@@ -182,6 +182,8 @@ func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.
 		fmt.Fprintln(w, "Turned requests away this pause (something automated may be calling them):")
 		turned.write(w, o)
 	}
+
+	statusSchedules(w, mws, o)
 
 	hours, n, replicas := ReplicaHoursPaused(mws, o.Now)
 	fmt.Fprintln(w)

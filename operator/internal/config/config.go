@@ -22,6 +22,10 @@ type Config struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz. Default ":8081".
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof/ profiles; "" (the
+	// default) or "0" turns it off. For finding where memory goes (make
+	// soak turns it on); keep it off where the pod's port is reachable.
+	PprofBindAddress string
 	// LeaderElect makes only one replica act at a time. Default true.
 	LeaderElect bool
 	// LeaderElectionNamespace holds the Lease. Default: $POD_NAMESPACE, else "napwake-system".
@@ -83,6 +87,7 @@ func Default(getenv func(string) string) Config {
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, `address of the Prometheus /metrics endpoint; "0" turns it off`)
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress, "address of /healthz and /readyz")
+	fs.StringVar(&c.PprofBindAddress, "pprof-bind-address", c.PprofBindAddress, `address of Go's /debug/pprof/ profiles; "" or "0" turns them off (the default)`)
 	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "elect a leader so only one replica acts")
 	fs.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", c.LeaderElectionNamespace, "namespace of the leader election Lease (default: $POD_NAMESPACE, else napwake-system)")
 	fs.DurationVar(&c.DefaultIdleAfter, "default-idle-after", c.DefaultIdleAfter, "idle time before a pause when nothing else says (1m..168h)")

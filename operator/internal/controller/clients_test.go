@@ -60,10 +60,14 @@ type crashingClient struct {
 	client.Client
 	budget int
 	writes int
+	// dead is set by the first write refused: the operator died there,
+	// whether or not the caller passed the error on.
+	dead bool
 }
 
 func (c *crashingClient) write() error {
 	if c.budget >= 0 && c.writes >= c.budget {
+		c.dead = true
 		return errCrash
 	}
 	c.writes++

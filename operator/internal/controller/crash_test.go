@@ -17,16 +17,10 @@ import (
 // zero replicas without a persisted pause naming its 3 replicas (else nothing
 // could wake it), and every run must end Running with exactly 3 replicas.
 func TestNothingIsLostWhenTheOperatorDiesAfterAnyWrite(t *testing.T) {
-	total := -1
-	for n := -1; n < total || total < 0; n++ {
-		name := fmt.Sprintf("crash after %d writes", n)
-		if n < 0 {
-			name = "no crash, counting the writes"
-		}
-		ok := t.Run(name, func(t *testing.T) {
+	for cp := newCrashPoints(); cp.next(); {
+		cp.failed(t.Run(cp.name(), func(t *testing.T) {
 			f := newFixture(t, 3)
-			budget := n // -1: no crash
-			crashing := &crashingClient{Client: k8s, budget: budget}
+			crashing := &crashingClient{Client: k8s, budget: cp.n}
 			f.r = f.reconciler(crashing)
 			crashed := false
 			step := func() {
@@ -61,18 +55,48 @@ func TestNothingIsLostWhenTheOperatorDiesAfterAnyWrite(t *testing.T) {
 			if got := replicasOf(f.deployment().Spec.Replicas); got != 3 {
 				t.Fatalf("ended with %d replicas, want 3", got)
 			}
-			if total < 0 {
-				total = crashing.writes
-				t.Logf("a whole pause and wake takes %d writes", total)
-			} else if !crashed {
-				t.Fatalf("never crashed with a budget of %d of %d writes", n, total)
-			}
-		})
-		if !ok && total < 0 {
-			return
-		}
+			cp.ran(t, crashing.writes, crashed)
+		}))
 	}
 }
+
+// crashPoints walks a crash test's budgets: -1 first (no crash, counting
+// the writes a whole run makes), then each budget below that count.
+type crashPoints struct {
+	n, total int
+	stop     bool
+}
+
+func newCrashPoints() *crashPoints { return &crashPoints{n: -2, total: -1} }
+
+// next moves to the next budget; false once all were run, or the counting
+// run failed.
+func (c *crashPoints) next() bool {
+	c.n++
+	return !c.stop && (c.total < 0 || c.n < c.total)
+}
+
+func (c *crashPoints) name() string {
+	if c.n < 0 {
+		return "no crash, counting the writes"
+	}
+	return fmt.Sprintf("crash after %d writes", c.n)
+}
+
+// ran records what a run did: the writes it made and whether it crashed.
+func (c *crashPoints) ran(t *testing.T, writes int, crashed bool) {
+	t.Helper()
+	switch {
+	case c.total < 0:
+		c.total = writes
+		t.Logf("a whole run takes %d writes", writes)
+	case !crashed:
+		t.Fatalf("never crashed with a budget of %d of %d writes", c.n, c.total)
+	}
+}
+
+// failed stops the walk if the counting run failed: no budget means anything.
+func (c *crashPoints) failed(ok bool) { c.stop = !ok && c.total < 0 }
 
 // checkWakeable fails unless a target at 0 replicas has a persisted pause
 // saving its 3 replicas, in a phase a wake acts on.

@@ -31,8 +31,15 @@
 //     ManagedWorkload and Namespace informers, a new wake's plan enqueued,
 //     what a workload's dependents say to its cycle (woken by, held,
 //     released), and the Dependencies condition with its one-time event.
+//   - schedule.go: spec.schedule and the override annotations read for
+//     decide (Input.Schedule), the Schedule condition, status.schedule,
+//     and one InvalidSetting event per change of what cannot be read.
 //   - learn.go: learned dependencies from napwake.dev/last-request-from,
 //     recorded on the caller's status.
+//   - forecast.go, forecastfigures.go: the workload's forecast (package
+//     forecast) read from status.forecast, taught person-caused activity,
+//     asked for decide's Input.Forecast (or, in Observe mode, reported), and
+//     its figures counted; written back with the reconcile's status patch.
 //   - index.go: the IndexTargetRef and IndexPodIP field indexes, which the
 //     manager adds once.
 //   - optin.go: the opt-in reconciler.

@@ -70,6 +70,9 @@ type ManagedWorkloadReconciler struct {
 	// taught remembers the last last-request-from each workload learned
 	// from (deps.Key → string), so a reconcile looks it up once.
 	taught sync.Map
+	// warned remembers the InvalidSetting warnings given (key and kind →
+	// message), so each is given once (warnings.go).
+	warned sync.Map
 }
 
 var _ reconcile.Reconciler = (*ManagedWorkloadReconciler)(nil)
@@ -124,6 +127,8 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 		if apierrors.IsNotFound(err) {
 			r.graph().Delete(req.NamespacedName, r.Clock.Now())
 			r.taught.Delete(req.NamespacedName)
+			r.superseded.forget(req.NamespacedName)
+			r.forgetWarnings(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -169,6 +174,8 @@ type run struct {
 	live bool
 	// routed and unrouted say the Router was asked in this reconcile.
 	routed, unrouted bool
+	// routeFailed says the Router's Route failed in this reconcile.
+	routeFailed bool
 	// requeue is the soonest the Router or the query asked to be called again.
 	requeue time.Duration
 	// superseded are the resourceVersions this reconcile's writes replaced.
@@ -179,6 +186,10 @@ type run struct {
 	saved *napwakev1alpha1.SavingsStatus
 	// hold is what holds the workload awake, as of this reconcile.
 	hold deps.Hold
+	// fc is the workload's forecast (forecast.go); nil without one.
+	fc *forecastRun
+	// sched is spec.schedule and the overrides, as of this reconcile.
+	sched scheduleRead
 }
 
 // steps asks decide.Next for a step and takes it, until it says Wait.
@@ -186,11 +197,16 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 	r, mw := s.r, s.mw
 	busy, queryActive, sig := s.signals(ctx)
 	dependents := s.dependents(r.Clock.Now())
+	acting := decide.MergeAnnotations(mw.Annotations, s.t.annotations)
+	s.sched = readSchedule(mw, acting)
+	s.warnSchedule()
+	s.loadForecast(ctx, r.Clock.Now())
+	s.teach(r.Clock.Now(), acting, busy, queryActive)
 	for range maxStepsPerReconcile {
 		in := decide.Input{
 			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
-			Annotations: decide.MergeAnnotations(mw.Annotations, s.t.annotations), Busy: busy, QueryActive: queryActive,
-			Target: s.t.observed(), Routed: s.routed, Unrouted: s.unrouted, Dependents: dependents,
+			Annotations: acting, Busy: busy, QueryActive: queryActive, Target: s.t.observed(),
+			Routed: s.routed, Unrouted: s.unrouted, RouteFailed: s.routeFailed, RoutesLeft: routesLeft(mw), Dependents: dependents, Schedule: s.sched.in,
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)
@@ -199,6 +215,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			}
 			in.Target.PodsLeft = left
 		}
+		in.Forecast = s.forecastInput(in)
 		step := decide.Next(in)
 		if !s.live && needsLive(step) {
 			// What a pause saves and what a wake compares with must be
@@ -222,6 +239,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 				// it counts once, whatever crashes after.
 				s.saved = savedBy(mw.Status.Pause, step.PausedFor, in.Now)
 			}
+			s.forecastStepped(in, step)
 			if err := s.patchStatus(ctx, step.State, sig); err != nil {
 				return requeueOnConflict(err)
 			}
@@ -240,6 +258,11 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 		}
 	}
 	return reconcile.Result{RequeueAfter: time.Second}, nil
+}
+
+// routesLeft says whether status.doorman still names routes.
+func routesLeft(mw *napwakev1alpha1.ManagedWorkload) bool {
+	return mw.Status.Doorman != nil && len(mw.Status.Doorman.Routes) > 0
 }
 
 // needsLive says whether step would act on a replica count that must be
@@ -267,14 +290,16 @@ func (s *run) after(d time.Duration) time.Duration {
 }
 
 // route takes decide's Route step. The Router may patch status (see
-// status.go), updating s.mw in place; a routing error never holds up the
-// pause.
+// status.go), updating s.mw in place; a routing error holds up the scale
+// to 0 for at most decide.RouteGrace from the pause's start.
 func (s *run) route(ctx context.Context) {
 	s.routed = true
 	rv := s.mw.ResourceVersion
 	after, err := s.r.Router.Route(ctx, s.mw, s.t.template)
+	s.routeFailed = err != nil
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Routing to the doorman; pausing anyway")
+		// decide says whether the pods wait (decide.RouteGrace); this only tells.
+		ctrl.LoggerFrom(ctx).Error(err, "Routing to the doorman; a pause keeps its pods up for "+decide.RouteGrace.String()+" from its start at most, then goes on without it")
 	}
 	s.routerWrote(rv, after)
 }

@@ -58,6 +58,9 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	if s.saved != nil {
 		mw.Status.Savings = addSavings(mw.Status.Savings, s.saved)
 	}
+	if s.fc != nil {
+		mw.Status.Forecast = s.fc.status()
+	}
 	copyTurnedAway(mw)
 	mw.Status.ObservedGeneration = mw.Generation
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
@@ -67,6 +70,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
 	gitOpsWarned := s.setGitOps(now)
 	refusal := s.setDependencies(now)
+	s.setSchedule(now)
 	if equalStatus(base, mw) {
 		return nil
 	}
@@ -76,6 +80,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	}
 	s.replaced(base.ResourceVersion)
 	s.usage, s.saved = nil, nil
+	s.forecastPersisted(s.r.Metrics)
 	if gitOpsWarned != "" {
 		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
 			napwakev1alpha1.EventReplicasManagedByGitOps, "%s", gitOpsWarned)
@@ -134,8 +139,8 @@ func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {
 	return stateOf(a).Equal(stateOf(b)) && a.Status.ObservedGeneration == b.Status.ObservedGeneration &&
 		turnedAwayEqual(a.Status.TurnedAway, b.Status.TurnedAway) &&
 		conditionsEqual(a.Status.Conditions, b.Status.Conditions) && equality.Semantic.DeepEqual(a.Status.Usage, b.Status.Usage) &&
-		equality.Semantic.DeepEqual(a.Status.Savings, b.Status.Savings) &&
-		learnedEqual(a.Status.Dependencies, b.Status.Dependencies)
+		equality.Semantic.DeepEqual(a.Status.Savings, b.Status.Savings) && equality.Semantic.DeepEqual(a.Status.Forecast, b.Status.Forecast) &&
+		learnedEqual(a.Status.Dependencies, b.Status.Dependencies) && scheduleEqual(a, b)
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {
@@ -202,6 +207,9 @@ const staleCacheRecheck = 50 * time.Millisecond
 type supersededVersions struct{ m sync.Map } // types.NamespacedName → []string
 
 func (v *supersededVersions) set(key types.NamespacedName, rvs []string) { v.m.Store(key, rvs) }
+
+// forget drops what is kept for a ManagedWorkload gone.
+func (v *supersededVersions) forget(key types.NamespacedName) { v.m.Delete(key) }
 
 func (v *supersededVersions) is(key types.NamespacedName, rv string) bool {
 	old, ok := v.m.Load(key)

@@ -272,15 +272,26 @@ func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.Managed
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil {
 		return 0, err
 	}
-	d := &appsv1.Deployment{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}, d); err != nil {
-		return 0, err
+	key := types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}
+	var replicas *int32
+	if mw.Spec.TargetRef.Kind == napwakev1alpha1.KindStatefulSet {
+		s := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, key, s); err != nil {
+			return 0, err
+		}
+		replicas = s.Spec.Replicas
+	} else {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, key, d); err != nil {
+			return 0, err
+		}
+		replicas = d.Spec.Replicas
 	}
 	saved := int32(-1)
 	if fresh.Status.Pause != nil {
 		saved = fresh.Status.Pause.Replicas
 	}
-	r.routedWith = append(r.routedWith, fmt.Sprintf("%s saved=%d replicas=%d", fresh.Status.Phase, saved, replicasOf(d.Spec.Replicas)))
+	r.routedWith = append(r.routedWith, fmt.Sprintf("%s saved=%d replicas=%d", fresh.Status.Phase, saved, replicasOf(replicas)))
 	r.before = mw.DeepCopy()
 	return 0, r.write(ctx, mw, &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{routerRoute}},
 		metav1.ConditionTrue, napwakev1alpha1.ReasonDoormanRouted)

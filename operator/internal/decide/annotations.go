@@ -67,6 +67,7 @@ func MergeAnnotations(mw, target map[string]string) map[string]string {
 	}
 	for _, key := range []string{
 		napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested, napwakev1alpha1.AnnotationPauseRequested,
+		napwakev1alpha1.AnnotationKeepAwakeUntil, napwakev1alpha1.AnnotationPauseUntil,
 	} {
 		a, b := mw[key], target[key]
 		ta, okA := parseTime(a, farFuture)

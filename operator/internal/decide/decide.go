@@ -27,7 +27,8 @@
 //     doorman pods change while it sleeps), and it waits.
 //   - Resuming: the target is scaled to the saved replicas (at least 1),
 //     never down; once a pod is Ready, the routes go, then the phase is
-//     Running.
+//     Running. Routes still named in status while Running (their removal
+//     failed, which never holds a wake up) go at the next reconcile.
 //
 // So a pause is: persist the pause → Route → Scale to 0 → Wait for the pods
 // to go → persist Paused; and a wake: persist Resuming → Scale up → Wait for
@@ -41,6 +42,16 @@
 // that is awake holds a Running workload up (no idle pause, pauseAt
 // cleared); and once released its idle clock counts from the release. The
 // reconciler works these out with package deps.
+//
+// Schedules and overrides (design.md section 8) enter through
+// Input.Schedule (schedule.go): keep-awake-until, then pause-until (which
+// yields only to wake-requested), then a window of spec.schedule, come
+// before the idle rules. Hooks here: the signal that wakes a Pausing or
+// Paused workload, the pause an awake one takes first, pauseAt no earlier
+// than a hold's end, and Wait coming back when a window or override
+// changes. The forecast enters below them, just above idleness, through
+// Input.Forecast (forecast.go): a pre-wake, a hold at the idle pause, an
+// early pause.
 //
 // Times are compared at whole seconds, as the API stores them.
 package decide
@@ -112,100 +123,24 @@ type Input struct {
 	// at most once a reconcile. Neither is persisted: a new reconcile (after
 	// a crash too) asks again, and the router makes the same routes.
 	Routed, Unrouted bool
+	// RouteFailed is true when the router, asked to route in this
+	// reconcile, failed for a reason that may pass (a write refused, a
+	// doorman pod not listening yet): a pause then waits up to RouteGrace
+	// from its start before scaling to 0 (see pausing).
+	RouteFailed bool
+	// RoutesLeft is true while status.doorman still names routes: while
+	// Running, they are left over from a wake whose route removal failed,
+	// and an Unroute takes them down.
+	RoutesLeft bool
 	// Dependents are what the workload's dependents say (design.md
 	// section 7); the zero value says nothing.
 	Dependents Dependents
-}
-
-// Dependents is what a workload's dependents say to its cycle.
-type Dependents struct {
-	// WokeAt is when a dependent whose wake reaches this workload began
-	// that wake; zero when none did since the pause began. It wakes a
-	// Paused workload and calls off a pause (source "dependent"); it is
-	// not read while Running or Resuming, so it never overwrites the
-	// source of a workload's own wake.
-	WokeAt time.Time
-	// WokenBy names that dependent for the event: "preview-42/front
-	// (through preview-42/api)".
-	WokenBy string
-	// Held is true while a declared dependent is awake: a Running workload
-	// is not paused for idleness, and its pauseAt is cleared (a cleared
-	// pauseAt is how the graph knows it is awake only because it is held).
-	Held bool
-	// HeldUntil, when not zero, is when the hold may end with nothing
-	// else changing: Wait comes back then.
-	HeldUntil time.Time
-	// ReleasedAt is when the last holder stopped being awake: while
-	// Running and not held, the idle clock counts from the later of
-	// lastActivity and this. It is not activity: it moves no
-	// lastActivity, calls off no pause and wakes nothing.
-	ReleasedAt time.Time
-}
-
-// Kind is what a Step does.
-type Kind int
-
-const (
-	// Wait: nothing to write now; come back after RequeueAfter.
-	Wait Kind = iota
-	// PatchStatus persists Step.State.
-	PatchStatus
-	// Route leads the workload's Services to the doorman. It comes after
-	// the pause is persisted and before the scale to 0, and again once a
-	// reconcile while Pausing or Paused, to keep the routes current. A
-	// routing error never holds the pause up.
-	Route
-	// Scale sets the target's replicas to Step.Replicas through the scale
-	// subresource.
-	Scale
-	// Unroute takes the doorman's routes away: a woken workload has a Ready
-	// pod, and Running is persisted after it.
-	Unroute
-)
-
-// String names the kind, for logs and test failures.
-func (k Kind) String() string {
-	switch k {
-	case Wait:
-		return "Wait"
-	case PatchStatus:
-		return "PatchStatus"
-	case Route:
-		return "Route"
-	case Scale:
-		return "Scale"
-	case Unroute:
-		return "Unroute"
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// Step is one write.
-type Step struct {
-	Kind Kind
-	// State is the whole new State for PatchStatus.
-	State State
-	// Replicas for Scale.
-	Replicas int32
-	// Event to emit once the step succeeded; Reason is empty for none.
-	Event Event
-	// Paused is set when this step begins a pause, for metrics.
-	Paused napwakev1alpha1.PauseReason
-	// Woken names the wake source when this step begins a wake, for metrics.
-	Woken string
-	// PausedFor is how long the ended pause lasted, with Woken.
-	PausedFor time.Duration
-	// ResumeTook is wake → Ready, when this step makes it Running.
-	ResumeTook time.Duration
-	// RequeueAfter is when to look again if nothing else happens (Wait).
-	RequeueAfter time.Duration
-}
-
-// Event is a Kubernetes event about the ManagedWorkload.
-type Event struct {
-	Type    string // corev1.EventTypeNormal or Warning
-	Reason  string
-	Message string
+	// Schedule is what spec.schedule and the override annotations say
+	// (design.md section 8, schedule.go); the zero value says nothing.
+	Schedule Schedule
+	// Forecast is what the forecast says (forecast.go); the zero value says
+	// nothing. It ranks below Schedule.
+	Forecast Forecast
 }
 
 // Requeue delays while waiting on the cluster rather than on time.
@@ -215,7 +150,18 @@ const (
 	// ReadyRecheck: the target's status changes when a pod is Ready, so
 	// this is only a safety net.
 	ReadyRecheck = 30 * time.Second
+	// RouteRetry: a pause whose routing failed asks the router again.
+	RouteRetry = 2 * time.Second
 )
+
+// RouteGrace is how long a pause waits, from its start, for its routes to
+// be in place before scaling to 0 anyway. Both halves of the spec hold
+// then: "the slice is in place before the pods stop" whenever routing can
+// be done within a minute (an API write refused once, a doorman pod a few
+// seconds from listening on a new port), and "routing problems never hold
+// up a pause" beyond that. Problems that are not failures (no Service, a
+// headless one) are no error and never wait.
+const RouteGrace = time.Minute
 
 // signal is one activity signal that fired.
 type signal struct {
@@ -243,6 +189,10 @@ func Next(in Input) Step {
 		return Step{Kind: Wait}
 	}
 	latest := newestActivity(in, now)
+	pol := policyOf(in, now)
+	if asleep(st.Phase) {
+		latest = pol.asleepSignal(in, now, latest)
+	}
 	switch st.Phase {
 	case "":
 		return first(in, now, latest)
@@ -251,34 +201,16 @@ func Next(in Input) Step {
 	case napwakev1alpha1.PhasePaused:
 		return paused(in, now, latest)
 	case napwakev1alpha1.PhaseResuming:
-		if s, ok := pauseRequested(in, now); ok {
+		if s, ok := pol.pauseStep(in, now); ok {
 			return s
 		}
 		return resuming(in, now, latest)
 	default: // Running
-		if s, ok := pauseRequested(in, now); ok {
+		if s, ok := pol.pauseStep(in, now); ok {
 			return s
 		}
 		return running(in, now, latest)
 	}
-}
-
-// WantReplicas is what a wake restores: the saved count, at least 1.
-func WantReplicas(p *napwakev1alpha1.PauseStatus) int32 {
-	if p == nil || p.Replicas < 1 {
-		return 1
-	}
-	return p.Replicas
-}
-
-// Restore says what a ManagedWorkload being deleted must scale its target to
-// first: needed is false unless a pause is under way or over and not yet undone.
-func Restore(st State, t Target) (replicas int32, needed bool) {
-	if !t.Found || st.Pause == nil || st.Phase == napwakev1alpha1.PhaseRunning || st.Phase == "" {
-		return 0, false
-	}
-	want := WantReplicas(st.Pause)
-	return want, t.Replicas < want
 }
 
 func first(in Input, now time.Time, latest signal) Step {
@@ -314,6 +246,12 @@ func running(in Input, now time.Time, latest signal) Step {
 		}
 	}
 	next.PauseAt = idleUntil(in, next.LastActivity)
+	if in.RoutesLeft && !in.Unrouted && (in.Dependents.Held || now.Before(next.PauseAt)) {
+		// A wake whose route removal failed still became Running; its
+		// routes go now, not at the next pause (a pause due now routes
+		// afresh instead, keeping their ports).
+		return Step{Kind: Unroute}
+	}
 	if in.Dependents.Held {
 		if !next.Equal(in.State) {
 			return Step{Kind: PatchStatus, State: next}
@@ -321,12 +259,21 @@ func running(in Input, now time.Time, latest signal) Step {
 		return Step{Kind: Wait, RequeueAfter: positive(in.Dependents.HeldUntil.Sub(now))}
 	}
 	if !now.Before(next.PauseAt) {
+		if s, ok := forecastHold(in, next, now); ok {
+			return s
+		}
 		return startPause(in, next, now, napwakev1alpha1.PauseIdle)
+	}
+	pol := policyOf(in, now)
+	if pol.holdUntil().IsZero() { // a window or keep-awake-until outranks the forecast
+		if s, ok := forecastPauseEarly(in, next, now); ok {
+			return s
+		}
 	}
 	if !next.Equal(in.State) {
 		return Step{Kind: PatchStatus, State: next}
 	}
-	return Step{Kind: Wait, RequeueAfter: next.PauseAt.Sub(now)}
+	return Step{Kind: Wait, RequeueAfter: sooner(next.PauseAt.Sub(now), pol.nextChange(now))}
 }
 
 // idleUntil is the Running pauseAt for lastActivity: idleAfter from the
@@ -338,6 +285,9 @@ func idleUntil(in Input, lastActivity time.Time) time.Time {
 	from := lastActivity
 	if r := in.Dependents.ReleasedAt.Truncate(time.Second); r.After(from) {
 		from = r
+	}
+	if hold := policyOf(in, in.Now.Truncate(time.Second)).holdUntil(); hold.After(from.Add(in.IdleAfter)) {
+		return hold // a window or keep-awake-until: no idle pause before it ends
 	}
 	return from.Add(in.IdleAfter)
 }
@@ -365,12 +315,19 @@ func pauseRequested(in Input, now time.Time) (Step, bool) {
 }
 
 func startPause(in Input, next State, now time.Time, reason napwakev1alpha1.PauseReason) Step {
+	replicas := in.Target.Replicas
+	if in.State.Phase == napwakev1alpha1.PhaseResuming && in.State.Pause != nil {
+		// A wake under way may not have scaled up yet (the operator died
+		// or the scale failed after Resuming was written): the count it
+		// restores is the one to save, not the target's 0.
+		replicas = max(replicas, in.State.Pause.Replicas)
+	}
 	next.Phase = napwakev1alpha1.PhasePausing
-	next.Pause = &napwakev1alpha1.PauseStatus{Replicas: in.Target.Replicas, Reason: reason}
+	next.Pause = &napwakev1alpha1.PauseStatus{Replicas: replicas, Reason: reason}
 	next.Pause.StartedAt.Time = now
 	next.PauseAt = time.Time{}
 	return Step{Kind: PatchStatus, State: next, Paused: reason,
-		Event: normal(napwakev1alpha1.EventPausing, "Pausing ("+string(reason)+"): saving "+itoa(in.Target.Replicas)+" replicas, then scaling to 0")}
+		Event: normal(napwakev1alpha1.EventPausing, "Pausing ("+string(reason)+"): saving "+itoa(replicas)+" replicas, then scaling to 0")}
 }
 
 func pausing(in Input, now time.Time, latest signal) Step {
@@ -392,6 +349,9 @@ func pausing(in Input, now time.Time, latest signal) Step {
 		return Step{Kind: PatchStatus, State: next}
 	}
 	if t.Replicas > 0 {
+		if in.Routed && in.RouteFailed && now.Sub(st.Pause.StartedAt.Time) < RouteGrace {
+			return Step{Kind: Wait, RequeueAfter: RouteRetry}
+		}
 		return routedFirst(in, Step{Kind: Scale, Replicas: 0})
 	}
 	if t.StatusReplicas > 0 || t.PodsLeft {
@@ -422,10 +382,19 @@ func paused(in Input, now time.Time, latest signal) Step {
 	if inPause(latest, st.Pause) {
 		return startWake(in, now, latest)
 	}
+	pol := policyOf(in, now)
 	if in.Target.Replicas > 0 {
+		if s, ok := pol.rescaled(in, now); ok {
+			return s
+		}
 		return startWake(in, now, signal{at: now, source: napwakev1alpha1.SourceScaled})
 	}
-	return routedFirst(in, Step{Kind: Wait})
+	if pol.pauseUntil.IsZero() { // pause-until outranks the forecast
+		if s, ok := forecastWake(in, now); ok {
+			return s
+		}
+	}
+	return routedFirst(in, Step{Kind: Wait, RequeueAfter: pol.nextChange(now)})
 }
 
 // routedFirst is s once the router was asked to route in this reconcile,
@@ -491,17 +460,3 @@ func normal(reason, msg string) Event {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
-
-// Equal says whether two states would persist the same.
-func (s State) Equal(o State) bool {
-	return s.Phase == o.Phase && s.LastActivitySource == o.LastActivitySource &&
-		s.LastActivity.Equal(o.LastActivity) && s.PauseAt.Equal(o.PauseAt) && s.ResumedAt.Equal(o.ResumedAt) &&
-		pauseEqual(s.Pause, o.Pause)
-}
-
-func pauseEqual(a, b *napwakev1alpha1.PauseStatus) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Replicas == b.Replicas && a.Reason == b.Reason && a.StartedAt.Equal(&b.StartedAt)
-}

@@ -19,10 +19,8 @@ func TestNextWithDependents(t *testing.T) {
 			in:   Input{State: pausedState, Target: Target{Found: true}, Dependents: woke},
 			check: func(t *testing.T, s Step) {
 				t.Helper()
-				wantPatch(t, s, napwakev1alpha1.PhaseResuming)
-				eq(t, s.State.LastActivitySource, napwakev1alpha1.SourceDependent)
+				wantWoken(t, s, napwakev1alpha1.SourceDependent)
 				eq(t, s.State.LastActivity, at(-time.Second))
-				eq(t, s.Woken, napwakev1alpha1.SourceDependent)
 				if !strings.Contains(s.Event.Message, "woken by dependent p/front (through p/api)") {
 					t.Errorf("event %q does not name who woke it", s.Event.Message)
 				}

@@ -14,7 +14,8 @@ import (
 // pause is persisted and the phase is Pausing or Paused; an Unroute but
 // while Resuming; a Route or Unroute asked for twice in a reconcile; a
 // scale-up to anything but the saved replicas (at least 1); a pause that
-// saves a count other than the target's; lastActivity moving more than
+// saves a count other than the target's (or, while Resuming, the larger of
+// it and the count the wake restores); lastActivity moving more than
 // MaxClockSkew past now. The phase byte also says what was done: its
 // quotient by the number of phases has bit 0 for Routed and bit 1 for
 // Unrouted.
@@ -64,7 +65,11 @@ func FuzzNext(f *testing.F) {
 				t.Fatalf("scale to %d, saved %v", s.Replicas, st.Pause)
 			}
 		case s.Paused != "":
-			if s.State.Pause == nil || s.State.Pause.Replicas != replicas || s.State.Phase != napwakev1alpha1.PhasePausing {
+			want := replicas
+			if st.Phase == napwakev1alpha1.PhaseResuming {
+				want = max(replicas, saved) // the count a wake under way restores
+			}
+			if s.State.Pause == nil || s.State.Pause.Replicas != want || s.State.Phase != napwakev1alpha1.PhasePausing {
 				t.Fatalf("pause %+v of a target with %d replicas", s.State.Pause, replicas)
 			}
 		}

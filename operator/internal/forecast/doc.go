@@ -49,4 +49,7 @@
 // Encode writes the whole state in EncodedLen (216) bytes for status.forecast
 // and Decode reads it back; Decode refuses a value of another length, another
 // version or another zone, or with fields out of range, and never panics.
+// EncodeStatus and DecodeStatus are the same in base64, as status.forecast
+// stores it. OnFold tells the caller of each hour as it ends (the operator
+// keeps last week's hits and misses with it); it is not stored.
 package forecast

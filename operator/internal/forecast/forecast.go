@@ -60,12 +60,21 @@ type Forecast struct {
 	// lastPerson is the latest person-caused activity (zero: none).
 	lastPerson time.Time
 	resumes    resumes
+	// onFold, when set, is told of every hour folded (OnFold).
+	onFold func(slot int, busy, hit bool)
 }
 
 // New starts an empty forecast at now in loc.
 func New(loc *time.Location, now time.Time) *Forecast {
 	return &Forecast{loc: loc, zone: loc.String(), hour: civil.Hour(now, loc)}
 }
+
+// OnFold has fn told of every hour folded from now on: its slot, whether
+// the slot was usually busy (share at least BusyShare) before the hour
+// counted, and whether a person came in it. The operator keeps last week's
+// hits and misses with it. Hours of a gap past maxFoldWeeks are not folded,
+// so not told. It is not part of the encoded state.
+func (f *Forecast) OnFold(fn func(slot int, busy, hit bool)) { f.onFold = fn }
 
 // Location returns the zone the week is counted in.
 func (f *Forecast) Location() *time.Location { return f.loc }
@@ -92,6 +101,9 @@ func (f *Forecast) Advance(t time.Time) {
 // fold ends one week of a slot, hit or not; f.hour is the hour ending and
 // f.folds the hours ended before it.
 func (f *Forecast) fold(slot int, hit bool) {
+	if f.onFold != nil {
+		f.onFold(slot, f.shareOf(slot) >= BusyShare, hit)
+	}
 	seen := f.weight(f.seen(slot))
 	s := decay * float64(f.share[slot]) / shareScale * seen
 	if hit {

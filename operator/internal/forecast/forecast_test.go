@@ -1,12 +1,13 @@
 package forecast
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-func zone(t *testing.T, name string) *time.Location {
+func zone(t testing.TB, name string) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation(name)
 	if err != nil {
@@ -256,5 +257,23 @@ func TestLateAndLongGaps(t *testing.T) {
 	}
 	if d := f.PreWake(local(utc, 2036, 3, 3, 9, 58)); d.Act || !strings.HasPrefix(d.Reason, "no person for ") {
 		t.Errorf("after ten years PreWake = %v %q", d.Act, d.Reason)
+	}
+}
+
+func TestOnFold(t *testing.T) {
+	utc := time.UTC
+	f := New(utc, local(utc, 2026, 3, 2, 0, 0))
+	visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 7, 9)
+	type fold struct {
+		slot      int
+		busy, hit bool
+	}
+	var got []fold
+	f.OnFold(func(slot int, busy, hit bool) { got = append(got, fold{slot, busy, hit}) })
+	f.RecordPerson(local(utc, 2026, 3, 9, 10, 5)) // Mon 10:05: folds up to Mon 09:00 of week 2
+	f.Advance(local(utc, 2026, 3, 9, 11, 0))
+	want := []fold{{8, false, false}, {9, true, false}, {10, false, true}}
+	if len(got) < 3 || !slices.Equal(got[len(got)-3:], want) {
+		t.Errorf("last folds %v, want %v", got, want)
 	}
 }

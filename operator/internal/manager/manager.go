@@ -15,9 +15,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,6 +35,7 @@ import (
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/promquery"
 	"napwake.dev/operator/internal/settings"
+	"napwake.dev/shared/rewatch"
 )
 
 // LeaderElectionID names the Lease the operator's replicas compete for.
@@ -66,6 +70,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets a test process build more than one manager.
 	SkipNameValidation bool
+	// LeaderIdentity names this replica in the leader election Lease: its
+	// pod's name (POD_NAME), so a restarted container of the same pod takes
+	// the lease back at once instead of waiting out the lease it held.
+	// Empty: controller-runtime's host name and a random suffix.
+	LeaderIdentity string
 }
 
 // DefaultConcurrency: reconciles wait on the API server, not the CPU, so a
@@ -106,17 +115,23 @@ func New(opts Options) (ctrl.Manager, error) {
 		concurrency = DefaultConcurrency
 	}
 	syncPeriod := 10 * time.Hour // informers' resync; the reconciler requeues itself within cfg.SyncPeriod
+	lock, err := leaderLock(opts, cfg)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(opts.REST, ctrl.Options{
-		Scheme:                        scheme,
-		Logger:                        opts.Log,
-		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
-		HealthProbeBindAddress:        cfg.HealthProbeBindAddress,
-		LeaderElection:                cfg.LeaderElect,
-		LeaderElectionID:              LeaderElectionID,
-		LeaderElectionNamespace:       cfg.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{SyncPeriod: &syncPeriod},
-		Controller:                    crconfig.Controller{SkipNameValidation: &opts.SkipNameValidation, MaxConcurrentReconciles: concurrency},
+		Scheme:                              scheme,
+		Logger:                              opts.Log,
+		Metrics:                             metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		HealthProbeBindAddress:              cfg.HealthProbeBindAddress,
+		PprofBindAddress:                    cfg.PprofBindAddress,
+		LeaderElection:                      cfg.LeaderElect,
+		LeaderElectionID:                    LeaderElectionID,
+		LeaderElectionNamespace:             cfg.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionResourceLockInterface: lock,
+		Cache:                               cache.Options{SyncPeriod: &syncPeriod, NewInformer: rewatch.NewInformer(opts.Log.WithName("rewatch"))},
+		Controller:                          crconfig.Controller{SkipNameValidation: &opts.SkipNameValidation, MaxConcurrentReconciles: concurrency},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -181,8 +196,83 @@ func New(opts Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// Run builds the manager and runs it until ctx ends.
+// leaderLock is the leader election Lease named by opts.LeaderIdentity, or
+// nil (controller-runtime's own) when it is empty. Only one container of a
+// pod runs at a time, so the pod's name never names two live replicas.
+func leaderLock(opts Options, cfg config.Config) (resourcelock.Interface, error) {
+	if !cfg.LeaderElect || opts.LeaderIdentity == "" {
+		return nil, nil
+	}
+	cs, err := kubernetes.NewForConfig(opts.REST)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the leader election: %w", err)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaderElectionNamespace, LeaderElectionID,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: opts.LeaderIdentity})
+	if err != nil {
+		return nil, fmt.Errorf("creating the leader election lock: %w", err)
+	}
+	return lock, nil
+}
+
+// apiRetry is how often a starting operator asks an unreachable API server
+// again, and how long each try may take.
+const apiRetry = time.Second
+
+// WaitForAPIServer returns once the API server answers and serves
+// ManagedWorkloads, or when ctx ends. An operator that starts while the API
+// server is away (one that lost its lease during an outage restarts into
+// it) waits here rather than exiting: exiting again would put its pod in
+// CrashLoopBackOff, whose 10, 20, 40 s back-off would hold up every wake
+// well past the API server's return. A kube-apiserver just started answers
+// /version before it serves the custom resources it has (on the test bed,
+// for about a second), so it asks for napwake.dev's resources, not only
+// for the version.
+func WaitForAPIServer(ctx context.Context, cfg *rest.Config, log logr.Logger) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = apiRetry
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("creating a discovery client: %w", err)
+	}
+	var logged string
+	err = wait.PollUntilContextCancel(ctx, apiRetry, true, func(context.Context) (bool, error) {
+		err := servesManagedWorkloads(dc)
+		if err != nil && err.Error() != logged {
+			log.Info("Waiting for the API server", "error", err.Error())
+			logged = err.Error()
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the API server: %w", err)
+	}
+	return nil
+}
+
+// servesManagedWorkloads says why the API server cannot be used yet, or nil.
+func servesManagedWorkloads(dc discovery.DiscoveryInterface) error {
+	if _, err := dc.ServerVersion(); err != nil {
+		return err
+	}
+	rl, err := dc.ServerResourcesForGroupVersion(napwakev1alpha1.GroupVersion.String())
+	if err != nil {
+		return fmt.Errorf("the API server does not serve %s yet (is the CRD installed?): %w", napwakev1alpha1.GroupVersion, err)
+	}
+	for _, r := range rl.APIResources {
+		if r.Name == "managedworkloads" {
+			return nil
+		}
+	}
+	return fmt.Errorf("the API server serves %s without managedworkloads (is the CRD installed?)", napwakev1alpha1.GroupVersion)
+}
+
+// Run waits for the API server, builds the manager and runs it until ctx
+// ends.
 func Run(ctx context.Context, opts Options) error {
+	if err := WaitForAPIServer(ctx, opts.REST, opts.Log); err != nil {
+		return err
+	}
 	mgr, err := New(opts)
 	if err != nil {
 		return err

@@ -91,8 +91,14 @@ func testConfig() config.Config {
 
 func start(t testing.TB, cfg config.Config, m *metrics.Metrics) *started {
 	t.Helper()
+	return startAs(t, cfg, m, "")
+}
+
+// startAs is start with a leader election identity ("": a random one).
+func startAs(t testing.TB, cfg config.Config, m *metrics.Metrics, identity string) *started {
+	t.Helper()
 	clock := clocktesting.NewFakeClock(clockStart)
-	mgr, err := New(Options{Config: cfg, REST: restCfg, Log: logr.Discard(), Clock: clock, Metrics: m, SkipNameValidation: true})
+	mgr, err := New(Options{Config: cfg, REST: restCfg, Log: logr.Discard(), Clock: clock, Metrics: m, SkipNameValidation: true, LeaderIdentity: identity})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package metrics defines the operator's Prometheus metrics (design.md
 // section 11): workloads by phase, pauses by reason, wakes by source, resume
-// duration from wake to Ready, and the replica-seconds pauses saved. Labels
-// are bounded: phases, pause reasons and activity sources are fixed sets.
+// duration from wake to Ready, the replica-seconds pauses saved, and the
+// forecast's figures (design.md section 8). Labels are bounded: phases,
+// pause reasons, forecast modes and activity sources are fixed sets.
 //
 // It must not register into a global registry by itself, nor take an
 // unbounded label (an IP, a name, a path).
@@ -36,6 +37,8 @@ type Metrics struct {
 	RouteMoves *prometheus.CounterVec
 	// RouteMoveSeconds is the time to rewrite every routed slice then.
 	RouteMoveSeconds prometheus.Histogram
+	// Forecast are the forecast's figures (forecast.go).
+	Forecast *Forecast
 }
 
 // New makes the metrics, unregistered.
@@ -66,6 +69,7 @@ func New() *Metrics {
 			// 50 ms to about 25 s: a thousand Services move in about a second.
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 10),
 		}),
+		Forecast: newForecast(),
 	}
 }
 
@@ -75,7 +79,7 @@ func New() *Metrics {
 // by clk.
 func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader, clk clock.PassiveClock) error {
 	m.PausedReplicaSeconds.watch(reader, clk)
-	for _, c := range []prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds, &phases{reader: reader}} {
+	for _, c := range append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds, &phases{reader: reader}}, m.Forecast.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

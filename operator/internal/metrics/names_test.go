@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // TestMetricsAreNamedAsDesigned holds the names and labels design.md
@@ -23,6 +26,16 @@ func TestMetricsAreNamedAsDesigned(t *testing.T) {
 		{m.RouteMoves, `fqName: "napwake_operator_route_moves_total"`},
 		{m.RouteMoves, `variableLabels: {result}`},
 		{m.RouteMoveSeconds, `fqName: "napwake_operator_route_move_seconds"`},
+		{m.Forecast.ColdStartsPerson, `fqName: "napwake_forecast_cold_starts_person_total"`},
+		{m.Forecast.Wakes, `fqName: "napwake_forecast_wakes_total"`},
+		{m.Forecast.WakesUsed, `fqName: "napwake_forecast_wakes_used_total"`},
+		{m.Forecast.WakesUsed, `variableLabels: {mode}`},
+		{m.Forecast.ColdStartsAvoided, `fqName: "napwake_forecast_cold_starts_avoided_total"`},
+		{m.Forecast.ColdStartsMissed, `fqName: "napwake_forecast_cold_starts_missed_total"`},
+		{m.Forecast.EarlyPauses, `fqName: "napwake_forecast_early_pauses_total"`},
+		{m.Forecast.EarlyPauseRegrets, `fqName: "napwake_forecast_early_pause_regrets_total"`},
+		{m.Forecast.AwakeSeconds, `fqName: "napwake_forecast_awake_seconds_total"`},
+		{m.Forecast.AwakeSeconds, `variableLabels: {reason}`},
 	} {
 		ch := make(chan *prometheus.Desc, 4)
 		tc.c.Describe(ch)
@@ -30,6 +43,27 @@ func TestMetricsAreNamedAsDesigned(t *testing.T) {
 		d := <-ch
 		if d == nil || !strings.Contains(d.String(), tc.want) {
 			t.Errorf("metric %v, want %s", d, tc.want)
+		}
+	}
+}
+
+func TestForecastAddCountsWhatTheFiguresGained(t *testing.T) {
+	m := New()
+	before := napwakev1alpha1.ForecastFigures{ForecastWakes: 2, AwakeSeconds: map[string]int64{"request": 60}}
+	after := napwakev1alpha1.ForecastFigures{ForecastWakes: 5, ForecastWakesUsed: 1, AwakeSeconds: map[string]int64{"request": 90, "hold": 30}}
+	m.Forecast.Add(napwakev1alpha1.ForecastObserve, before, after)
+	for _, tc := range []struct {
+		c    prometheus.Counter
+		want float64
+	}{
+		{m.Forecast.Wakes.WithLabelValues("Observe"), 3},
+		{m.Forecast.WakesUsed.WithLabelValues("Observe"), 1},
+		{m.Forecast.AwakeSeconds.WithLabelValues("request"), 30},
+		{m.Forecast.AwakeSeconds.WithLabelValues("hold"), 30},
+		{m.Forecast.Wakes.WithLabelValues("Act"), 0},
+	} {
+		if got := testutil.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("%v = %v, want %v", tc.c.Desc(), got, tc.want)
 		}
 	}
 }

@@ -32,11 +32,7 @@ func (r *Router) seed(ctx context.Context) error {
 		if mw.Status.Doorman == nil {
 			continue
 		}
-		owned := make([]int32, 0, len(mw.Status.Doorman.Routes))
-		for _, rt := range mw.Status.Doorman.Routes {
-			owned = append(owned, rt.DoormanPort)
-		}
-		if c := r.alloc.Observe(keyOf(mw), owned, holdsOf(mw)); len(c) > 0 {
+		if c := r.alloc.Observe(keyOf(mw), portsOf(mw.Status.Doorman.Routes), holdsOf(mw)); len(c) > 0 {
 			log.FromContext(ctx).Info("Doorman ports recorded by two ManagedWorkloads; re-routing the later one", "managedWorkload", klogKey(mw), "ports", c)
 		}
 	}
@@ -86,10 +82,10 @@ func (r *Router) allocate(mw *napwakev1alpha1.ManagedWorkload, wants []plan.Want
 		}
 		fresh++
 	}
-	got, released, err := r.alloc.Assign(k, keep, fresh, now, r.opts.PortHold)
+	until := now.Add(r.opts.PortHold)
+	got, err := r.alloc.Claim(k, keep, fresh, now)
 	if err != nil {
-		released = r.alloc.Release(k, now, r.opts.PortHold)
-		return nil, released, err
+		return nil, r.alloc.Giving(k, nil, until), err
 	}
 	routes := make([]napwakev1alpha1.Route, 0, len(wants))
 	for _, w := range wants {
@@ -99,7 +95,36 @@ func (r *Router) allocate(mw *napwakev1alpha1.ManagedWorkload, wants []plan.Want
 		}
 		routes = append(routes, napwakev1alpha1.Route{Service: w.Service, PortName: w.PortName, Port: w.Port, DoormanPort: p, IPFamilies: w.IPFamilies, Forwarded: w.Forwarded})
 	}
-	return routes, released, nil
+	return routes, r.alloc.Giving(k, portsOf(routes), until), nil
+}
+
+// settle has the allocator follow a status write that succeeded: the
+// workload keeps the ports of routes, the others it owned are released
+// with their holds. Only a written status releases a port: after a failed
+// write every port the status may still name stays claimed.
+func (r *Router) settle(mw *napwakev1alpha1.ManagedWorkload, routes []napwakev1alpha1.Route, released []ports.Hold) {
+	until := r.clock.Now().Add(r.opts.PortHold)
+	for _, h := range released {
+		until = laterOf(until, h.Until)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.alloc.Settle(keyOf(mw), portsOf(routes), until)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func portsOf(routes []napwakev1alpha1.Route) []int32 {
+	out := make([]int32, 0, len(routes))
+	for _, rt := range routes {
+		out = append(out, rt.DoormanPort)
+	}
+	return out
 }
 
 func newPorts(routes, old []napwakev1alpha1.Route) map[int32]bool {

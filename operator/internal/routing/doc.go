@@ -21,7 +21,11 @@
 // Port uniqueness across concurrent reconciles: one allocator guarded by a
 // mutex, seeded from every ManagedWorkload's status on first use (so holds
 // survive restarts and leader changes), and a workload's routes persisted in
-// its status before any slice leads callers to them.
+// its status before any slice leads callers to them. The allocator releases
+// a port only once the status giving it up is written. Across operators
+// whose leader leases overlap: a Lease per new port, created before a
+// status names it, and that status write guarded by the resourceVersion
+// the claim names (claims.go).
 //
 // The shell's files, by what each touches:
 //
@@ -30,6 +34,8 @@
 //   - gather.go: reads of Services, their own slices, Ingresses and the Ready
 //     doorman pods, past the cache where a stale read would route wrongly;
 //   - allocate.go: the port allocator, seeding, holds and new ports;
+//   - claims.go: the port claims (Leases) guarding new ports against
+//     another operator's allocator;
 //   - status.go: status.doorman and WakeOnRequest writes, backoff, warnings;
 //   - listen.go: the check that every Ready doorman pod listens on a port;
 //   - slices.go: slice creates, updates and deletes, never of a slice
@@ -44,7 +50,8 @@
 // It must not decide what plan, ports, epslice or forwarder decide, keep
 // state that is not in a status or on the object it concerns (but the
 // allocator's cache of them), or write anything but EndpointSlices,
-// status.doorman, the WakeOnRequest condition and, with the forwarder on,
+// status.doorman, the WakeOnRequest condition, the doorman port claims
+// (Leases in the doorman's namespace) and, with the forwarder on,
 // the napwake-forwarder-<workload> Deployments. With the forwarder off it
 // never touches a forwarder. Its RBAC is
 // the chart's (charts/napwake/templates/operator-rbac.yaml), proved by

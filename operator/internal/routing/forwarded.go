@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -122,7 +123,11 @@ func (r *Router) ensureForwarder(ctx context.Context, mw *napwakev1alpha1.Manage
 		return fwdState{}, fmt.Errorf("getting the NEG forwarder Deployment %s/%s: %w", want.Namespace, want.Name, err)
 	case !metav1.IsControlledBy(&have, mw) || have.Labels[napwakev1alpha1.LabelOperator] != r.doorman.Namespace:
 		return fwdState{}, fmt.Errorf("deployment %s/%s is not the NEG forwarder the operator runs for ManagedWorkload %s, and is never overwritten", have.Namespace, have.Name, mw.Name)
-	case have.Annotations[annotationSpecHash] != hash || have.Annotations[forwarder.AnnotationDeleteAfter] != "":
+	case have.Annotations[annotationSpecHash] != hash || have.Annotations[forwarder.AnnotationDeleteAfter] != "" ||
+		!equality.Semantic.DeepDerivative(want.Spec, have.Spec):
+		// The hash says the operator's wish changed; the comparison finds
+		// a hand edit (a replica count, an image) under an unchanged hash,
+		// ignoring what the API server defaulted.
 		// A patch: the operator's RBAC on Deployments is patch (as for its
 		// targets), create and delete, never update.
 		base := have.DeepCopy()

@@ -167,6 +167,31 @@ func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheD
 	}
 }
 
+// TestAHandEditedForwarderIsPutBack: someone scales the forwarder to zero
+// and changes its image, leaving the operator's spec hash as it was; the
+// next Route puts both back.
+func TestAHandEditedForwarderIsPutBack(t *testing.T) {
+	f := oneDoorman(t)
+	negMarkers[0].serviceAPI(f)
+	mw := f.pausing("api")
+	r := f.router(withForwarder)
+	_, err := r.Route(f.ctx, mw, forwardedTemplate())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	dep, err := f.forwarderDeployment("api")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	base := dep.DeepCopy()
+	dep.Spec.Replicas = ptr.To[int32](0)
+	dep.Spec.Template.Spec.Containers[0].Image = "example.com/someone-else:1"
+	f.g.Expect(k8s.Patch(f.ctx, dep, client.MergeFrom(base))).To(Succeed())
+
+	_, err = r.Route(f.ctx, f.get(mw), forwardedTemplate())
+	f.g.Expect(err).NotTo(HaveOccurred())
+	dep, err = f.forwarderDeployment("api")
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)), "the replicas put back")
+	f.g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(forwarderImage), "the image put back")
+}
+
 func ptrTrue() *bool { return ptr.To(true) }
 
 func itoa(p int32) string { return strconv.Itoa(int(p)) }

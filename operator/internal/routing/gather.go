@@ -16,6 +16,7 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/routing/epslice"
 	"napwake.dev/operator/internal/routing/plan"
+	"napwake.dev/shared/sliceowner"
 )
 
 // Gathering: what Route reads before it decides (Services, their own
@@ -104,12 +105,25 @@ func (r *Router) doormen(ctx context.Context) ([]epslice.Doorman, error) {
 	if err := r.c.List(ctx, &slices, client.InNamespace(r.doorman.Namespace), client.MatchingLabels{napwakev1alpha1.LabelServiceName: r.doorman.Name}); err != nil {
 		return nil, fmt.Errorf("listing the doorman Service %s's EndpointSlices: %w", r.doorman, err)
 	}
-	return DoormenFrom(slices.Items), nil
+	// Only the EndpointSlice controller's slices of the doorman Service: one
+	// someone made by hand with its labels would lead every routed Service
+	// to addresses of their choosing.
+	own := slices.Items[:0]
+	for i := range slices.Items {
+		if sliceowner.ByController(&slices.Items[i], r.doorman.Name) {
+			own = append(own, slices.Items[i])
+		}
+	}
+	return DoormenFrom(own), nil
 }
 
 // DoormenFrom reads the Ready doorman addresses from the doorman Service's
-// EndpointSlices: endpoints whose ready condition is true or unset, of
-// address type IPv4 or IPv6, each address once, sorted.
+// EndpointSlices: endpoints whose ready condition is true or unset (the
+// API's reading of unset) and that are not terminating, of address type
+// IPv4 or IPv6, each address once, sorted. A doorman pod is Ready only once
+// it listens on every routed port, so a starting pod joins the routed
+// slices only then; a terminating one leaves them at once, even when its
+// endpoint stays Ready (a Service publishing not-ready addresses).
 func DoormenFrom(slices []discoveryv1.EndpointSlice) []epslice.Doorman {
 	seen := map[string]bool{}
 	var out []epslice.Doorman
@@ -118,7 +132,7 @@ func DoormenFrom(slices []discoveryv1.EndpointSlice) []epslice.Doorman {
 			continue
 		}
 		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+			if (e.Conditions.Ready != nil && !*e.Conditions.Ready) || (e.Conditions.Terminating != nil && *e.Conditions.Terminating) {
 				continue
 			}
 			for _, ip := range e.Addresses {

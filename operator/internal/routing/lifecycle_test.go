@@ -1,15 +1,19 @@
 package routing
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/routing/plan"
@@ -67,6 +71,11 @@ func TestWakeHoldsThePortAcrossARestart(t *testing.T) {
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(done).To(BeTrue())
 	f.g.Expect(f.get(got).Status.Doorman).To(BeNil(), "expired holds leave status")
+	claimOf := func(p int32) error {
+		return k8s.Get(f.ctx, client.ObjectKey{Namespace: doormanNS, Name: claimPrefix + strconv.Itoa(int(p))}, &coordinationv1.Lease{})
+	}
+	f.g.Expect(apierrors.IsNotFound(claimOf(port))).To(BeTrue(), "the deleted workload's claim on its port goes with it")
+	f.g.Expect(claimOf(f.get(other).Status.Doorman.Routes[0].DoormanPort)).To(Succeed(), "another workload's claim stays")
 }
 
 // TestUnrouteCarriesOverAProblem: a problem with the Services found at the

@@ -147,7 +147,7 @@ func (f *fixture) setDoormen(pods ...doormanPod) {
 			ObjectMeta: metav1.ObjectMeta{Name: f.doorman + "-" + strings.ToLower(string(fam)), Namespace: doormanNS, Labels: map[string]string{
 				napwakev1alpha1.LabelServiceName:            f.doorman,
 				napwakev1alpha1.LabelEndpointSliceManagedBy: napwakev1alpha1.EndpointSliceControllerManager,
-			}},
+			}, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: f.doorman, UID: "doorman-service-uid", Controller: ptr.To(true)}}},
 			AddressType: fam,
 			Endpoints:   eps,
 			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(int32(8443))}},

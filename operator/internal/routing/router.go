@@ -126,7 +126,7 @@ type Router struct {
 	// locks serialises Route/Unroute/Finalize per workload: both the
 	// pause/wake reconciler and the router's own controller call them.
 	locksMu sync.Mutex
-	locks   map[types.NamespacedName]*sync.Mutex
+	locks   map[types.NamespacedName]*keyLock
 
 	// stateMu guards failures and warned.
 	stateMu  sync.Mutex
@@ -153,7 +153,7 @@ func New(c client.Client, reader client.Reader, opts Options, clk clock.PassiveC
 	opts.setDefaults()
 	r := &Router{
 		c: c, reader: reader, opts: opts, clock: clk, recorder: recorder,
-		locks:    map[types.NamespacedName]*sync.Mutex{},
+		locks:    map[types.NamespacedName]*keyLock{},
 		failures: map[types.NamespacedName]int{},
 		warned:   map[types.NamespacedName]map[string]time.Time{},
 		kick:     make(chan event.GenericEvent, 1024),
@@ -177,16 +177,32 @@ func New(c client.Client, reader client.Reader, opts Options, clk clock.PassiveC
 	return r, nil
 }
 
+// keyLock is one workload's lock and how many hold or wait for it: the
+// last to let go removes it, so the map holds only workloads in work (a
+// map of every workload ever routed grew with each one deleted).
+type keyLock struct {
+	mu    sync.Mutex
+	users int
+}
+
 func (r *Router) lock(k types.NamespacedName) func() {
 	r.locksMu.Lock()
-	m, ok := r.locks[k]
+	l, ok := r.locks[k]
 	if !ok {
-		m = &sync.Mutex{}
-		r.locks[k] = m
+		l = &keyLock{}
+		r.locks[k] = l
 	}
+	l.users++
 	r.locksMu.Unlock()
-	m.Lock()
-	return m.Unlock
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		r.locksMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.locks, k)
+		}
+		r.locksMu.Unlock()
+	}
 }
 
 // Route routes the workload's Services to the doorman. See
@@ -197,6 +213,24 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if err := r.seed(ctx); err != nil {
 		return r.opts.RetryMin, err
 	}
+	for attempt := 0; ; attempt++ {
+		after, err := r.route(ctx, mw, tmpl)
+		if !errors.Is(err, errStaleClaim) || attempt >= 2 {
+			return after, err
+		}
+		// Claimed for an older workload than the API server's: claim
+		// again from the newer one.
+		fresh := &napwakev1alpha1.ManagedWorkload{}
+		if gerr := r.reader.Get(ctx, key, fresh); gerr != nil {
+			return r.opts.RetryMin, errors.Join(err, gerr)
+		}
+		*mw = *fresh
+	}
+}
+
+// route is one try of Route.
+func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec) (time.Duration, error) {
+	key := client.ObjectKeyFromObject(mw)
 	switch {
 	case r.opts.DoormanService == "":
 		return 0, r.takeDown(ctx, mw, true, plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonDoormanDisabled,
@@ -228,7 +262,11 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	d := plan.Decide(in)
 	now := r.clock.Now()
 	old := r.persistedRoutes(ctx, mw)
-	routes, released, allocErr := r.allocate(mw, d.Routes, old, now)
+	routes, released, allocErr, err := r.allocateClaimed(ctx, mw, d.Routes, old, now)
+	if err != nil {
+		return r.backoff(key), err
+	}
+	check := toCheck(mw, routes, old) // before the status write below sets the condition
 	targets := targetPorts(d.Routes)
 	var fwd fwdState
 	if r.forwarderOn() && allocErr == nil {
@@ -257,7 +295,7 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if len(d.Invalid) > 0 {
 		r.warnOnce(mw, napwakev1alpha1.EventInvalidSetting, strings.Join(d.Invalid, "; "))
 	}
-	if err := r.checkListening(ctx, doormen, routes, newPorts(routes, old)); err != nil {
+	if err := r.checkListening(ctx, doormen, routes, check); err != nil {
 		return r.fail(ctx, mw, routes, fmt.Errorf("checking the doorman listens: %w", err))
 	}
 	uids := r.serviceUIDs(ctx, mw.Namespace, routes)
@@ -299,6 +337,17 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 // call Route, and a forwarder's changes kick it often), and allocating
 // from it would give every route a new port. The caller's copy when the
 // read fails.
+// toCheck is the ports whose listening is checked: the new ones, and
+// every one after a failed attempt, whose ports went into status unchecked
+// or failed the check (else the retry would write the slice to a doorman
+// still not listening).
+func toCheck(mw *napwakev1alpha1.ManagedWorkload, routes, old []napwakev1alpha1.Route) map[int32]bool {
+	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest); c != nil && c.Reason == napwakev1alpha1.ReasonRoutingFailed {
+		return newPorts(routes, nil)
+	}
+	return newPorts(routes, old)
+}
+
 func (r *Router) persistedRoutes(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) []napwakev1alpha1.Route {
 	fresh := &napwakev1alpha1.ManagedWorkload{}
 	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil || fresh.UID != mw.UID {
@@ -334,7 +383,9 @@ func (r *Router) Unroute(ctx context.Context, mw *napwakev1alpha1.ManagedWorkloa
 	routed := routesOf(mw)
 	cond := plan.NotPaused(meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest))
 	if err := r.takeDown(ctx, mw, true, cond); err != nil {
-		return 0, err
+		// Soon again: the workload wakes anyway, and its next reconcile
+		// takes the routes left in status down (decide's RoutesLeft).
+		return r.opts.RetryMin, err
 	}
 	if r.forwarderOn() {
 		if err := r.retireForwarder(ctx, mw.Namespace, forwarder.Name(mw.Name)); err != nil {
@@ -391,6 +442,7 @@ func (r *Router) Finalize(ctx context.Context, mw *napwakev1alpha1.ManagedWorklo
 		return false, r.opts.RetryMin, err
 	}
 	r.forget(key)
+	named := portsNamed(mw) // before takeDown's write drops expired holds from mw
 	cond := plan.NotPaused(meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest))
 	if err := r.takeDown(ctx, mw, true, cond); err != nil {
 		return false, r.opts.RetryMin, err
@@ -404,6 +456,12 @@ func (r *Router) Finalize(ctx context.Context, mw *napwakev1alpha1.ManagedWorklo
 	}
 	if last.After(now) {
 		return false, last.Sub(now), nil
+	}
+	for p := range portsNamed(mw) {
+		named[p] = true
+	}
+	if err := r.dropClaims(ctx, mw, named); err != nil {
+		return false, r.opts.RetryMin, err
 	}
 	return true, 0, nil
 }
@@ -424,8 +482,10 @@ func (r *Router) takeDown(ctx context.Context, mw *napwakev1alpha1.ManagedWorklo
 	routes := routesOf(mw)
 	var released []ports.Hold
 	if release {
+		// Proposed only: the allocator releases them once the status
+		// without them is written (patchStatus settles it).
 		r.mu.Lock()
-		released = r.alloc.Release(keyOf(mw), r.clock.Now(), r.opts.PortHold)
+		released = r.alloc.Giving(keyOf(mw), nil, r.clock.Now().Add(r.opts.PortHold))
 		r.mu.Unlock()
 		routes = nil
 	}

@@ -26,9 +26,18 @@ import (
 // warnings that follow a failed write.
 
 // patchStatus persists routes, holds (expired ones dropped, released ones
-// added) and the WakeOnRequest condition, updating mw in place. A conflict
-// is retried on a fresh copy, which then replaces mw.
+// added) and the WakeOnRequest condition, updating mw in place, and once
+// they are written has the allocator release the ports routes no longer
+// name. A conflict is retried on a fresh copy, which then replaces mw.
 func (r *Router) patchStatus(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, routes []napwakev1alpha1.Route, released []ports.Hold, cond plan.Condition) error {
+	err := r.writeStatus(ctx, mw, routes, released, cond)
+	if err == nil {
+		r.settle(mw, routes, released)
+	}
+	return err
+}
+
+func (r *Router) writeStatus(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, routes []napwakev1alpha1.Route, released []ports.Hold, cond plan.Condition) error {
 	now := r.clock.Now()
 	if len(cond.Message) > maxMessage {
 		cond.Message = cond.Message[:maxMessage-3] + "..."
@@ -76,6 +85,11 @@ func (r *Router) patchStatus(ctx context.Context, mw *napwakev1alpha1.ManagedWor
 		case !apierrors.IsConflict(err) || attempt >= 3:
 			*mw = *base
 			return fmt.Errorf("patching ManagedWorkload %s status: %w", klogKey(mw), err)
+		case len(newPorts(routes, routesOf(base))) > 0:
+			// New ports are claimed at base's resourceVersion: a write
+			// at any other could follow the claim's takeover (claims.go).
+			*mw = *base
+			return fmt.Errorf("patching ManagedWorkload %s status: %w: %w", klogKey(mw), errStaleClaim, err)
 		}
 		fresh := &napwakev1alpha1.ManagedWorkload{}
 		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil {

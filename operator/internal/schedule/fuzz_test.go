@@ -12,7 +12,8 @@ var fuzzZones = []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/
 // never happen: a panic; a call that does not return; a NextStart that is
 // not after the instant asked about (or zero); a NextStart outside a window
 // or right after one; an End for an instant outside every window, or none for
-// one inside.
+// one inside; a Current period that disagrees with Awake and End, does not
+// hold the instant, or names no window.
 func FuzzSchedule(f *testing.F) {
 	f.Add("Mon-Fri 08:00-19:00, Sat 10:00-14:00", uint8(1), int64(1774659600))
 	f.Add("Sun 02:00-02:30", uint8(1), int64(1774656000))
@@ -41,6 +42,10 @@ func FuzzSchedule(f *testing.F) {
 		end := s.End(at)
 		if awake != !end.IsZero() || (awake && !end.After(at)) {
 			t.Fatalf("at %v awake %v but End %v", at, awake, end)
+		}
+		p, in := s.Current(at)
+		if in != awake || (in && (!p.End.Equal(end) || p.Start.After(at) || len(p.Windows) == 0)) {
+			t.Fatalf("at %v awake %v end %v but Current %+v, %v", at, awake, end, p, in)
 		}
 	})
 }

@@ -7,22 +7,6 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// The override annotations (design.md section 8), RFC 3339 times. They
-// belong with the other acting annotations in apis/v1alpha1/names.go once
-// the API carries the schedule.
-const (
-	// AnnotationKeepAwakeUntil keeps a workload awake until the time it
-	// names, whatever else says: no pause of any kind, and a paused workload
-	// is woken.
-	AnnotationKeepAwakeUntil = "napwake.dev/keep-awake-until"
-	// AnnotationPauseUntil keeps a workload paused until the time it names:
-	// no wake but one from napwake.dev/wake-requested.
-	AnnotationPauseUntil = "napwake.dev/pause-until"
-	// AnnotationAwakeHours is the schedule of a labelled workload, windows
-	// separated by commas (see ParseList).
-	AnnotationAwakeHours = "napwake.dev/awake-hours"
-)
-
 // Overrides is what the two override annotations say at one instant.
 type Overrides struct {
 	// KeepAwake: keep-awake-until is in force. Nothing pauses the workload
@@ -50,10 +34,10 @@ type Overrides struct {
 // "whatever else says", and a `kubectl napwake pause --until` replaces it.
 func ReadOverrides(keepAwakeUntil, pauseUntil string, now time.Time, source string) Overrides {
 	var o Overrides
-	if until, ok := readUntil(AnnotationKeepAwakeUntil, keepAwakeUntil, now, &o.Problems); ok {
+	if until, ok := readUntil(napwakev1alpha1.AnnotationKeepAwakeUntil, keepAwakeUntil, now, &o.Problems); ok {
 		o.KeepAwake, o.KeepAwakeUntil = true, until
 	}
-	if until, ok := readUntil(AnnotationPauseUntil, pauseUntil, now, &o.Problems); ok && !o.KeepAwake {
+	if until, ok := readUntil(napwakev1alpha1.AnnotationPauseUntil, pauseUntil, now, &o.Problems); ok && !o.KeepAwake {
 		o.PauseUntil = until
 		o.KeepPaused = source != napwakev1alpha1.SourceWakeRequested
 	}

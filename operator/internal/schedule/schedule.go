@@ -55,6 +55,8 @@ var ErrNoWindows = errors.New("no awake windows")
 type window struct {
 	days       [civil.DaysPerWeek]bool
 	start, end int
+	// text is the window as written, trimmed, for events.
+	text string
 }
 
 // Schedule is a parsed list of windows in a zone.
@@ -111,7 +113,7 @@ func LoadZone(zone string) (*time.Location, error) {
 }
 
 func parseWindow(text string) (window, error) {
-	var w window
+	w := window{text: strings.Join(strings.Fields(text), " ")}
 	if len(text) > maxWindowLen {
 		return w, fmt.Errorf("longer than %d characters", maxWindowLen)
 	}
@@ -205,8 +207,12 @@ func digits(s string) bool {
 	return true
 }
 
-// interval is one window on one day, in real time: [start, end).
-type interval struct{ start, end time.Time }
+// interval is one window on one day, in real time: [start, end), and the
+// texts of the windows merged into it.
+type interval struct {
+	start, end time.Time
+	texts      []string
+}
 
 // periods returns the windows of the days first..last (day numbers in the
 // schedule's zone) as real-time intervals, sorted, with overlapping and
@@ -220,7 +226,7 @@ func (s *Schedule) periods(first, last int64) []interval {
 			if !w.days[wd] {
 				continue
 			}
-			iv := interval{civil.At(day, w.start, s.loc), civil.At(day, w.end, s.loc)}
+			iv := interval{civil.At(day, w.start, s.loc), civil.At(day, w.end, s.loc), []string{w.text}}
 			if iv.start.Before(iv.end) {
 				out = append(out, iv)
 			}
@@ -232,6 +238,9 @@ func (s *Schedule) periods(first, last int64) []interval {
 		if n := len(merged); n > 0 && !iv.start.After(merged[n-1].end) {
 			if iv.end.After(merged[n-1].end) {
 				merged[n-1].end = iv.end
+			}
+			if !slices.Contains(merged[n-1].texts, iv.texts[0]) {
+				merged[n-1].texts = append(merged[n-1].texts, iv.texts[0])
 			}
 			continue
 		}
@@ -280,3 +289,26 @@ func (s *Schedule) End(t time.Time) time.Time {
 
 // Location returns the schedule's zone.
 func (s *Schedule) Location() *time.Location { return s.loc }
+
+// Period is one awake period: windows that overlap or touch, as one.
+type Period struct {
+	// Start and End bound it: [Start, End).
+	Start, End time.Time
+	// Windows are the windows it is made of, as written ("Mon-Fri
+	// 08:00-19:00"), in the order they begin.
+	Windows []string
+}
+
+// Current returns the awake period t is in; ok is false outside every
+// window. Its End is capped as End's is.
+func (s *Schedule) Current(t time.Time) (p Period, ok bool) {
+	day, _ := civil.Day(t, s.loc)
+	// From two weeks back, so a period of windows on several days running
+	// starts where it really does (up to that horizon).
+	for _, iv := range s.periods(day-horizonDays, day+horizonDays) {
+		if !t.Before(iv.start) && t.Before(iv.end) {
+			return Period{Start: iv.start, End: iv.end, Windows: iv.texts}, true
+		}
+	}
+	return Period{}, false
+}

@@ -130,3 +130,26 @@ func TestParseList(t *testing.T) {
 		t.Errorf("a day list: %v, want the window without hours named", err)
 	}
 }
+
+func TestCurrentNamesTheWindowsOfThePeriodAndItsWholeSpan(t *testing.T) {
+	s, err := Parse([]string{"Mon-Fri 08:00-19:00", "fri 18:00-24:00", "Sat 00:00-02:00"}, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := s.Current(time.Date(2026, 10, 24, 1, 0, 0, 0, time.UTC)) // Saturday 01:00
+	if !ok {
+		t.Fatal("Saturday 01:00 is in Friday's period")
+	}
+	if want := time.Date(2026, 10, 23, 8, 0, 0, 0, time.UTC); !p.Start.Equal(want) {
+		t.Errorf("start %v, want %v", p.Start, want)
+	}
+	if want := time.Date(2026, 10, 24, 2, 0, 0, 0, time.UTC); !p.End.Equal(want) {
+		t.Errorf("end %v, want %v", p.End, want)
+	}
+	if got := strings.Join(p.Windows, "|"); got != "Mon-Fri 08:00-19:00|fri 18:00-24:00|Sat 00:00-02:00" {
+		t.Errorf("windows %q", got)
+	}
+	if _, ok := s.Current(time.Date(2026, 10, 24, 2, 0, 0, 0, time.UTC)); ok {
+		t.Error("Saturday 02:00 is outside every window")
+	}
+}

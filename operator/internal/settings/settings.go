@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/schedule"
 )
 
 // Defaults are the operator's own settings (flags, Helm defaults.*).
@@ -70,8 +71,18 @@ func Spec(kind napwakev1alpha1.TargetKind, name string, workload, namespace map[
 		spec.Activity = &napwakev1alpha1.ActivitySpec{Prometheus: &napwakev1alpha1.PrometheusActivity{Query: q}}
 	}
 	spec.Dependencies = p.dependencies()
-	p.notBuilt(napwakev1alpha1.AnnotationAutoResume, "the forecast is not built yet; auto-resume stays off")
-	p.notBuilt(napwakev1alpha1.AnnotationPauseEarly, "the forecast is not built yet; pause-early stays off")
+	spec.Schedule = p.schedule()
+	autoResume := p.boolean(napwakev1alpha1.AnnotationAutoResume, false)
+	pauseEarly := p.boolean(napwakev1alpha1.AnnotationPauseEarly, false)
+	if autoResume || pauseEarly {
+		spec.Forecast = &napwakev1alpha1.ForecastSpec{
+			AutoResume: autoResume, PauseEarly: pauseEarly, Mode: napwakev1alpha1.ForecastAct,
+			TimeZone: "UTC", LearnFrom: napwakev1alpha1.LearnFromPeople,
+		}
+		if spec.Schedule != nil && spec.Schedule.TimeZone != "" {
+			spec.Forecast.TimeZone = spec.Schedule.TimeZone // the week the workload's people keep
+		}
+	}
 	return spec, p.warnings
 }
 
@@ -126,23 +137,6 @@ func (p *parser) wake(def string) napwakev1alpha1.WakeMode {
 		return napwakev1alpha1.WakeAsk
 	}
 	return mode
-}
-
-// notBuilt reads a "true"/"false" switch of a feature not built yet: "true"
-// is a warning saying so (and, like any unreadable value, is ignored), so
-// a workload asking for it still gets its ManagedWorkload, which the API
-// server would refuse with the switch on.
-func (p *parser) notBuilt(key, why string) {
-	p.first(key, func(v string) string {
-		switch v {
-		case "false":
-			return ""
-		case "true":
-			return why
-		default:
-			return `want "true" or "false"; ignored`
-		}
-	})
 }
 
 func (p *parser) boolean(key string, def bool) bool {
@@ -244,4 +238,38 @@ func readDependsOn(v string) (refs []napwakev1alpha1.DependencyRef, bad []string
 		}
 	}
 	return refs, bad
+}
+
+// schedule reads napwake.dev/awake-hours ("Mon-Fri 08:00-19:00, Sat
+// 10:00-14:00") in the zone of napwake.dev/awake-hours-zone (UTC when
+// absent), each from the workload, else its namespace. An unreadable zone
+// leaves the schedule out: windows read in the wrong zone would wake it at
+// the wrong hours. Unreadable hours fall back to the next layer, as any
+// unreadable value does. The windows are written one per item with single
+// spaces, as the API's rule on spec.schedule.awake wants them.
+func (p *parser) schedule() *napwakev1alpha1.ScheduleSpec {
+	zone, zoneOK := "UTC", true
+	p.first(napwakev1alpha1.AnnotationAwakeHoursZone, func(v string) string {
+		if _, err := schedule.LoadZone(v); err != nil || v == "" {
+			zoneOK = false
+			return "not an IANA time zone such as Europe/Berlin; awake-hours ignored"
+		}
+		zone, zoneOK = v, true
+		return ""
+	})
+	var out *napwakev1alpha1.ScheduleSpec
+	p.first(napwakev1alpha1.AnnotationAwakeHours, func(v string) string {
+		if !zoneOK {
+			return ""
+		}
+		if _, err := schedule.ParseList(v, zone); err != nil {
+			return err.Error() + "; ignored"
+		}
+		out = &napwakev1alpha1.ScheduleSpec{TimeZone: zone}
+		for _, w := range strings.Split(v, ",") {
+			out.Awake = append(out.Awake, napwakev1alpha1.AwakeWindow(strings.Join(strings.Fields(w), " ")))
+		}
+		return ""
+	})
+	return out
 }

@@ -140,15 +140,21 @@ func TestSpec(t *testing.T) {
 			warnings: []string{napwakev1alpha1.AnnotationDependsOn},
 		},
 		{
-			name:     "an activity query is read; the forecast's switches, not built yet, warn and stay off",
+			name:     "an activity query is read; the forecast's switches turn the forecast on in UTC, the namespace's too",
 			workload: map[string]string{napwakev1alpha1.AnnotationActivityQuery: " up ", napwakev1alpha1.AnnotationAutoResume: "true"},
 			ns:       map[string]string{napwakev1alpha1.AnnotationPauseEarly: "true"},
 			check: func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) {
 				t.Helper()
 				eq(t, s.Activity.Prometheus.Query, "up")
-				eq(t, s.Forecast == nil, true)
+				eq(t, *s.Forecast, napwakev1alpha1.ForecastSpec{AutoResume: true, PauseEarly: true, Mode: napwakev1alpha1.ForecastAct,
+					TimeZone: "UTC", LearnFrom: napwakev1alpha1.LearnFromPeople})
 			},
-			warnings: []string{napwakev1alpha1.AnnotationAutoResume, napwakev1alpha1.AnnotationPauseEarly},
+		},
+		{
+			name:     "an unreadable forecast switch warns and stays off",
+			workload: map[string]string{napwakev1alpha1.AnnotationAutoResume: "yes"},
+			check:    func(t *testing.T, s napwakev1alpha1.ManagedWorkloadSpec) { t.Helper(); eq(t, s.Forecast == nil, true) },
+			warnings: []string{napwakev1alpha1.AnnotationAutoResume},
 		},
 		{
 			name:     "the forecast's switches set false are no warning",

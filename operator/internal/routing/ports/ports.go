@@ -7,6 +7,7 @@ package ports
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -106,38 +107,105 @@ func (a *Allocator) Observe(k Key, owned []int32, holds []Hold) (conflicts []int
 // Assign makes the workload's ports exactly keep (those of them it owns)
 // plus fresh new ones, and returns the new ports in order. Ports it owned
 // and does not keep are released, held until now+hold, and returned as
-// holds. On error nothing changes.
+// holds. On error nothing changes. It is Claim and Settle at once, for a
+// caller with nothing to persist in between.
 func (a *Allocator) Assign(k Key, keep []int32, fresh int, now time.Time, hold time.Duration) (got []int32, released []Hold, err error) {
-	kept := map[int32]bool{}
-	for _, p := range keep {
-		if a.owner[p] == k && a.byOwner[k][p] {
-			kept[p] = true
-		}
-	}
-	if fresh < 0 {
-		fresh = 0
-	}
-	total := len(kept) + fresh
-	if total > a.limits.PerWorkload {
-		return nil, nil, fmt.Errorf("%w: the workload would hold %d doorman ports, over the cap of %d per workload", ErrTooManyPorts, total, a.limits.PerWorkload)
-	}
-	if ns := a.namespaceCount(k) + total; ns > a.limits.PerNamespace {
-		return nil, nil, fmt.Errorf("%w: namespace %s would hold %d doorman ports, over the cap of %d per namespace", ErrTooManyPorts, k.Namespace, ns, a.limits.PerNamespace)
-	}
-	got, err = a.free(fresh, now)
+	got, err = a.Claim(k, keep, fresh, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	for p := range a.byOwner[k] {
-		if !kept[p] {
-			released = append(released, a.release(k, p, now.Add(hold)))
-		}
+	return got, a.Settle(k, append(a.kept(k, keep), got...), now.Add(hold)), nil
+}
+
+// Claim gives the workload fresh new ports beside those it owns, checking
+// the caps against keep (those of them it owns) plus fresh, and returns the
+// new ports in order. It releases nothing: the ports the workload gives up
+// stay its own until Settle, once the status without them is written, so a
+// failed write leaves every port it may still claim claimed. On error
+// nothing changes.
+func (a *Allocator) Claim(k Key, keep []int32, fresh int, now time.Time) ([]int32, error) {
+	fresh = max(fresh, 0)
+	total := len(a.kept(k, keep)) + fresh
+	if total > a.limits.PerWorkload {
+		return nil, fmt.Errorf("%w: the workload would hold %d doorman ports, over the cap of %d per workload", ErrTooManyPorts, total, a.limits.PerWorkload)
+	}
+	if ns := a.namespaceCount(k) + total; ns > a.limits.PerNamespace {
+		return nil, fmt.Errorf("%w: namespace %s would hold %d doorman ports, over the cap of %d per namespace", ErrTooManyPorts, k.Namespace, ns, a.limits.PerNamespace)
+	}
+	got, err := a.free(fresh, now)
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range got {
 		a.take(k, p)
 	}
-	sortHolds(released)
-	return got, released, nil
+	return got, nil
+}
+
+// Giving returns the holds Settle(k, keep, until) would make, changing
+// nothing: what a status write that gives those ports up records.
+func (a *Allocator) Giving(k Key, keep []int32, until time.Time) []Hold {
+	var out []Hold
+	for _, p := range a.givenUp(k, keep) {
+		out = append(out, Hold{Port: p, Until: laterOf(a.holds[p], until)})
+	}
+	return out
+}
+
+// Settle makes the workload's ports those of keep it owns, as a status
+// write that succeeded recorded them: the others are released, each held
+// until until, and returned as holds.
+func (a *Allocator) Settle(k Key, keep []int32, until time.Time) []Hold {
+	var out []Hold
+	for _, p := range a.givenUp(k, keep) {
+		out = append(out, a.release(k, p, until))
+	}
+	if len(a.byOwner[k]) == 0 {
+		delete(a.byOwner, k)
+	}
+	return out
+}
+
+// givenUp returns, sorted, the workload's ports not in keep.
+func (a *Allocator) givenUp(k Key, keep []int32) []int32 {
+	var out []int32
+	for p := range a.byOwner[k] {
+		if !slices.Contains(keep, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Forgo gives back the workload's ports of ps, each held until until: ports
+// it was given but that no status of its names (another's claim holds them).
+func (a *Allocator) Forgo(k Key, ps []int32, until time.Time) {
+	for _, p := range ps {
+		if a.owner[p] == k {
+			a.release(k, p, until)
+		}
+	}
+}
+
+// kept returns the ports of keep the workload owns, each once.
+func (a *Allocator) kept(k Key, keep []int32) []int32 {
+	seen := map[int32]bool{}
+	var out []int32
+	for _, p := range keep {
+		if a.owner[p] == k && a.byOwner[k][p] && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Release gives back every port of the workload, each held until now+hold.
@@ -198,9 +266,7 @@ func (a *Allocator) take(k Key, p int32) {
 func (a *Allocator) release(k Key, p int32, until time.Time) Hold {
 	delete(a.owner, p)
 	delete(a.byOwner[k], p)
-	if until.After(a.holds[p]) {
-		a.holds[p] = until
-	}
+	a.holds[p] = laterOf(a.holds[p], until)
 	return Hold{Port: p, Until: a.holds[p]}
 }
 

@@ -1,0 +1,266 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/civil"
+	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/forecast"
+)
+
+// The forecast of one workload (design.md section 8), once a reconcile:
+//
+//   - loadForecast reads status.forecast (a state of the wrong length or
+//     version, an older operator's, is reported with InvalidSetting and
+//     the forecast starts afresh; an unknown spec.forecast.timeZone turns it
+//     off with InvalidSetting) and brings the week up to now;
+//   - teach records person-caused activity only: the request, last-activity
+//     and wake-requested stamps, the usage signal while Running, and the
+//     Prometheus query only with learnFrom: activity; never robots turned
+//     away, schedule or forecast wakes;
+//   - input asks PreWake (Paused), Hold and PauseEarly (Running) and says to
+//     decide only what it acts on (mode Act); in Observe mode it writes the
+//     would-be action's event (ForecastObserved) instead, once per slot;
+//   - stepped counts each step's figures (forecastfigures.go) before the
+//     step's status write, and patchStatus writes status.forecast with it,
+//     only when it changed: the state changes when an hour ends or a person
+//     comes, so about one extra write an hour.
+//
+// Requeues come at the next moment a decision can change: the next
+// pre-wake instant, the next hour.
+
+// forecastRun is one reconcile's forecast of one workload.
+type forecastRun struct {
+	spec napwakev1alpha1.ForecastSpec
+	f    *forecast.Forecast
+	week napwakev1alpha1.LastWeek
+	// fig and tally are the figures and what they wait on; base the figures
+	// as last persisted, for the metrics.
+	fig, base napwakev1alpha1.ForecastFigures
+	tally     napwakev1alpha1.ForecastTally
+	last      *napwakev1alpha1.ForecastAction
+	idleAfter time.Duration
+	ask       bool
+	// asked is the latest decision of each action in this reconcile.
+	asked map[string]forecast.Decision
+}
+
+func (fc *forecastRun) act() bool { return fc.spec.Mode != napwakev1alpha1.ForecastObserve }
+
+func (fc *forecastRun) mode() napwakev1alpha1.ForecastMode {
+	if fc.act() {
+		return napwakev1alpha1.ForecastAct
+	}
+	return napwakev1alpha1.ForecastObserve
+}
+
+// loadForecast sets s.fc from spec.forecast and status.forecast, brought up
+// to now; nil when spec.forecast is unset or its zone unknown.
+func (s *run) loadForecast(ctx context.Context, now time.Time) {
+	mw := s.mw
+	s.fc = nil
+	if mw.Spec.Forecast == nil {
+		return
+	}
+	spec := *mw.Spec.Forecast
+	zone := spec.TimeZone
+	if zone == "" {
+		zone = "UTC"
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		s.warnOnce(warnZone, fmt.Sprintf("spec.forecast.timeZone %q is not a known IANA zone: the forecast is off", zone))
+		return
+	}
+	s.r.warned.Delete(warnKey(client.ObjectKeyFromObject(mw), warnZone)) // a zone fixed and broken again warns again
+	fc := &forecastRun{asked: map[string]forecast.Decision{}, spec: spec, idleAfter: s.idleAfter(), ask: mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk}
+	st := mw.Status.Forecast
+	if st == nil {
+		st = &napwakev1alpha1.ForecastStatus{}
+	}
+	fc.f, err = forecast.DecodeStatus(st.State, loc)
+	switch {
+	case errors.Is(err, forecast.ErrZoneChanged):
+		ctrl.LoggerFrom(ctx).Info("spec.forecast.timeZone changed: the forecast starts afresh", "timeZone", zone)
+	case err != nil:
+		s.warnOnce(warnState, fmt.Sprintf("%v: the forecast starts afresh", err))
+	}
+	if fc.f == nil {
+		fc.f = forecast.New(loc, now)
+	} else if fc.week, err = napwakev1alpha1.DecodeLastWeek(st.LastWeek); err != nil {
+		fc.week = napwakev1alpha1.LastWeek{}
+	}
+	if st.Tally != nil {
+		fc.tally = *st.Tally.DeepCopy()
+	}
+	if st.Figures != nil {
+		fc.fig = *st.Figures.DeepCopy()
+	} else {
+		fc.fig.Since = timePtr(now.Truncate(time.Second))
+		if p := mw.Status.Phase; p == napwakev1alpha1.PhaseRunning || p == napwakev1alpha1.PhaseResuming {
+			// The forecast turned on while awake: its awake time counts from now.
+			fc.tally.AwakeSince, fc.tally.WokenBy = fc.fig.Since, mw.Status.LastActivitySource
+		}
+	}
+	fc.base = *fc.fig.DeepCopy()
+	fc.last = st.Last.DeepCopy()
+	fc.f.OnFold(func(slot int, busy, hit bool) { fc.week.Person[slot], fc.week.Busy[slot] = hit, busy })
+	fc.f.Advance(now)
+	s.fc = fc
+	s.keepSoonest(civil.HourStart(civil.Hour(now, loc)+1, loc).Sub(now))
+}
+
+// teach records the person-caused activity of this reconcile, oldest
+// first, each only once (the forecast keeps the latest person).
+func (s *run) teach(now time.Time, annotations map[string]string, busy, queryActive bool) {
+	fc := s.fc
+	if fc == nil {
+		return
+	}
+	var at []time.Time
+	for _, key := range []string{napwakev1alpha1.AnnotationLastRequest, napwakev1alpha1.AnnotationLastActivity, napwakev1alpha1.AnnotationWakeRequested} {
+		if t, ok := personStamp(annotations[key], now); ok {
+			at = append(at, t)
+		}
+	}
+	phase := s.mw.Status.Phase
+	if busy && phase == napwakev1alpha1.PhaseRunning {
+		at = append(at, now)
+	}
+	if queryActive && fc.spec.LearnFrom == napwakev1alpha1.LearnFromActivity {
+		at = append(at, now)
+	}
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	for _, t := range at {
+		t = t.Truncate(time.Second)
+		if t.After(fc.f.LastPerson()) {
+			fc.person(t, phase)
+		}
+	}
+}
+
+// personStamp reads an activity stamp as decide does: RFC 3339, to the
+// second, at most decide.MaxClockSkew ahead (and then taken as now, so the
+// week is not brought past now).
+func personStamp(v string, now time.Time) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil || t.After(now.Add(decide.MaxClockSkew)) {
+		return time.Time{}, false
+	}
+	if t.After(now) {
+		t = now
+	}
+	return t, true
+}
+
+// input asks the forecast about in's phase: what decide acts on (mode Act),
+// or, in Observe mode, the would-be action's event and figures.
+func (s *run) forecastInput(in decide.Input) decide.Forecast {
+	fc := s.fc
+	var out decide.Forecast
+	if fc == nil {
+		return out
+	}
+	now, st := in.Now, in.State
+	idleAt := st.LastActivity.Add(fc.idleAfter) // when idleness alone pauses it
+	var d forecast.Decision
+	action := ""
+	switch {
+	case st.Phase == napwakev1alpha1.PhasePaused && fc.spec.AutoResume:
+		if !fc.act() && fc.tally.WakeUntil != nil && now.Before(fc.tally.WakeUntil.Time) {
+			return out // Observe: a would-be wake is awake until its idle pause
+		}
+		d, action = fc.f.PreWake(now), napwakev1alpha1.ForecastActionPreWake
+		out.Wake = d.Act
+	case st.Phase != napwakev1alpha1.PhaseRunning:
+		return out
+	case now.Before(idleAt) && fc.spec.PauseEarly && !fc.ask:
+		d, action = fc.f.PauseEarly(now, st.LastActivity, fc.ask), napwakev1alpha1.ForecastActionPauseEarly
+		out.PauseEarly = d.Act
+	case !now.Before(idleAt) && fc.spec.AutoResume:
+		d, action = fc.f.Hold(now), napwakev1alpha1.ForecastActionHold
+		out.Hold, out.HoldUntil = d.Act, d.Until
+	default:
+		return out
+	}
+	fc.asked[action] = d
+	if d.Until.After(now) {
+		s.keepSoonest(d.Until.Sub(now))
+	}
+	out.Reason = d.Reason
+	if !fc.act() {
+		fc.observe(s, in, action, d)
+		return decide.Forecast{}
+	}
+	return out
+}
+
+// observe reports, in Observe mode, what an acting decision would have
+// done: an event and the figures, once per slot (an early pause once per
+// idle stretch).
+func (fc *forecastRun) observe(s *run, in decide.Input, action string, d forecast.Decision) {
+	if !d.Act || fc.sameAsLast(action, d.Slot, in.State.LastActivity) {
+		return
+	}
+	now := in.Now.Truncate(time.Second)
+	fc.record(action, d, now, true)
+	s.r.Recorder.Eventf(s.mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventForecastObserved, napwakev1alpha1.EventForecastObserved, "%s", d.Observed())
+	switch action {
+	case napwakev1alpha1.ForecastActionPreWake:
+		fc.wakeCounted()
+		fc.tally.WakeUntil = timePtr(now.Add(max(fc.idleAfter, fc.f.Lead())))
+	case napwakev1alpha1.ForecastActionPauseEarly:
+		fc.earlyCounted(in.State.LastActivity.Add(fc.idleAfter))
+	}
+}
+
+// sameAsLast says the last action was action for slot (an early pause: in
+// this idle stretch, after lastActivity).
+func (fc *forecastRun) sameAsLast(action string, slot, lastActivity time.Time) bool {
+	l := fc.last
+	if l == nil || l.Action != action {
+		return false
+	}
+	if action == napwakev1alpha1.ForecastActionPauseEarly {
+		return !l.At.Time.Before(lastActivity)
+	}
+	return l.Slot.Time.Equal(slot)
+}
+
+// record keeps an action as status.forecast.last.
+func (fc *forecastRun) record(action string, d forecast.Decision, now time.Time, observed bool) {
+	msg := d.Reason
+	if observed {
+		msg = d.Observed()
+	}
+	fc.last = &napwakev1alpha1.ForecastAction{
+		Action: action, Slot: metav1.NewTime(d.Slot.UTC()), At: metav1.NewTime(now.UTC()), Observed: observed, Message: msg,
+	}
+}
+
+// status is status.forecast as this reconcile leaves it.
+func (fc *forecastRun) status() *napwakev1alpha1.ForecastStatus {
+	out := &napwakev1alpha1.ForecastStatus{
+		State:    fc.f.EncodeStatus(),
+		LastWeek: napwakev1alpha1.EncodeLastWeek(fc.week),
+		Figures:  fc.fig.DeepCopy(),
+		Last:     fc.last.DeepCopy(),
+	}
+	if t := fc.tally.DeepCopy(); *t != (napwakev1alpha1.ForecastTally{}) {
+		out.Tally = t
+	}
+	return out
+}

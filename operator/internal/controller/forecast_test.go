@@ -1,0 +1,331 @@
+package controller
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/promquery"
+)
+
+// The forecast tests learn a week the way the operator does in production:
+// a person's last-activity stamp at hh:30 of the busy hour on each of eight
+// days, driven by the fake clock, the workload woken by it, Ready 30 s
+// later and paused after it. Nothing seeds status.forecast.
+
+// resumeTakes is how long each wake takes to Ready in these tests: the
+// forecast's p90, so its lead is 1m30s.
+const resumeTakes = 30 * time.Second
+
+// forecastFixture is a fixture whose workload has spec.forecast and
+// idleAfter, and whose busy hour is three hours after the clock's start,
+// each day, in UTC.
+func forecastFixture(t *testing.T, spec napwakev1alpha1.ForecastSpec, idleAfter time.Duration) (*fixture, time.Time) {
+	t.Helper()
+	f := newFixture(t, 1)
+	mw := f.managedWorkload()
+	mw.Spec.Forecast = &spec
+	mw.Spec.IdleAfter = &metav1.Duration{Duration: idleAfter}
+	must(t, k8s.Update(f.ctx, mw))
+	f.runToRunning()
+	return f, start.Truncate(time.Hour).Add(3 * time.Hour)
+}
+
+// visit is a person at the clock's time: the last-activity stamp, the wake
+// it makes (Ready resumeTakes later), then at leave a pause for idleness.
+func (f *fixture) visit(leave time.Time) {
+	f.t.Helper()
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	if f.managedWorkload().Status.Phase == napwakev1alpha1.PhaseResuming {
+		f.clock.Step(resumeTakes)
+		f.followSpec()
+		f.reconcile()
+	}
+	f.clock.SetTime(leave)
+	f.reconcile()
+	f.followSpec()
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePaused {
+		f.t.Fatalf("phase %q after a visit, want Paused", p)
+	}
+}
+
+// learnWeek visits at busy:30 on eight days, each time paused an hour
+// later, and leaves the clock at the last pause.
+func (f *fixture) learnWeek(busy time.Time) {
+	f.t.Helper()
+	for day := range 8 {
+		at := busy.AddDate(0, 0, day).Add(30 * time.Minute)
+		f.clock.SetTime(at)
+		f.visit(at.Add(time.Hour))
+	}
+	f.drain()
+}
+
+// drain forgets the events so far.
+func (f *fixture) drain() {
+	for {
+		select {
+		case <-f.events.Events:
+		default:
+			return
+		}
+	}
+}
+
+func (f *fixture) forecastStatus() *napwakev1alpha1.ForecastStatus {
+	f.t.Helper()
+	fs := f.managedWorkload().Status.Forecast
+	if fs == nil {
+		f.t.Fatal("no status.forecast")
+	}
+	return fs
+}
+
+// wantPreWake steps to the pre-wake instant of the busy slot on day 8 and
+// checks the wake and its event.
+func (f *fixture) wantPreWake(busy time.Time) {
+	f.t.Helper()
+	slot := busy.AddDate(0, 0, 8)
+	wakeAt := slot.Add(-(resumeTakes + time.Minute))
+	f.clock.SetTime(slot.Add(-time.Hour))
+	f.r.SyncPeriod = 48 * time.Hour
+	if res := f.reconcile(); res.RequeueAfter != time.Hour-(resumeTakes+time.Minute) {
+		f.t.Errorf("an hour before the busy slot requeue after %v, want the pre-wake instant, 58m30s away", res.RequeueAfter)
+	}
+	f.clock.SetTime(wakeAt.Add(-time.Second))
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePaused {
+		f.t.Fatalf("phase %q a second before the pre-wake, want Paused", p)
+	}
+	f.clock.SetTime(wakeAt)
+	f.reconcile()
+	mw := f.managedWorkload()
+	if mw.Status.Phase != napwakev1alpha1.PhaseResuming || mw.Status.LastActivitySource != napwakev1alpha1.SourceForecast {
+		f.t.Fatalf("phase %q source %q at the pre-wake, want Resuming forecast", mw.Status.Phase, mw.Status.LastActivitySource)
+	}
+	want := fmt.Sprintf("woke %s for %s (1.00 over ", wakeAt.Format("15:04"), slot.Format("Mon 15:04"))
+	f.wantEvent(napwakev1alpha1.EventWaking, "woken by forecast: restoring 1 replicas: "+want)
+	if l := mw.Status.Forecast.Last; l == nil || l.Action != napwakev1alpha1.ForecastActionPreWake || !strings.HasPrefix(l.Message, want) ||
+		!strings.HasSuffix(l.Message, "; lead 1m30s)") || l.Observed {
+		f.t.Errorf("status.forecast.last %+v, want the pre-wake %q…; lead 1m30s)", l, want)
+	}
+	if fig := mw.Status.Forecast.Figures; fig.ForecastWakes != 1 {
+		f.t.Errorf("forecastWakes %d, want 1", fig.ForecastWakes)
+	}
+}
+
+func TestAWeekOfActivityTeachesThePreWake(t *testing.T) {
+	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
+	f.learnWeek(busy)
+	fs := f.forecastStatus()
+	w, err := napwakev1alpha1.ReadForecastState(fs.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := (int(busy.Weekday())+6)%7*24 + busy.Hour()
+	if w.Shares[slot] != 1 || w.Shares[(slot+1)%168] != 0 || w.Hours < 168 {
+		t.Errorf("busy slot share %.2f, the next %.2f, %d hours; want 1, 0 and a full week", w.Shares[slot], w.Shares[(slot+1)%168], w.Hours)
+	}
+	if len(fs.State) != base64.StdEncoding.EncodedLen(napwakev1alpha1.ForecastStateLen) {
+		t.Errorf("status.forecast.state is %d characters", len(fs.State))
+	}
+	f.wantPreWake(busy)
+	// A person in the slot uses the wake and avoids a cold start.
+	f.clock.Step(resumeTakes)
+	f.followSpec()
+	f.reconcile()
+	f.clock.SetTime(busy.AddDate(0, 0, 8).Add(5 * time.Minute))
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	fig := f.forecastStatus().Figures
+	if fig.ForecastWakesUsed != 1 || fig.ColdStartsAvoided != 1 || fig.ColdStartsPerson != 7 {
+		t.Errorf("figures %+v, want 1 wake used, 1 cold start avoided, 7 cold starts (the visits of days 2 to 8)", fig)
+	}
+	if got := testutil.ToFloat64(f.metrics.Forecast.WakesUsed.WithLabelValues("Act")); got != 1 {
+		t.Errorf("napwake_forecast_wakes_used_total{mode=Act} = %v, want 1", got)
+	}
+}
+
+func TestARestartedOperatorKeepsTheLearnedWeek(t *testing.T) {
+	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
+	f.learnWeek(busy)
+	f.r = f.reconciler(k8s) // a new operator: nothing but status
+	f.wantPreWake(busy)
+}
+
+func TestTheHoldKeepsAWorkloadAwakeThroughABusyHour(t *testing.T) {
+	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
+	f.learnWeek(busy)
+	slot := busy.AddDate(0, 0, 8)
+	// The pre-wake wakes it, and a person comes at 05.
+	f.clock.SetTime(slot.Add(-(resumeTakes + time.Minute)))
+	f.reconcile()
+	f.clock.Step(resumeTakes)
+	f.followSpec()
+	f.reconcile()
+	f.clock.SetTime(slot.Add(5 * time.Minute))
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	f.drain()
+	f.clock.SetTime(slot.Add(15 * time.Minute)) // idle for idleAfter
+	f.reconcile()
+	mw := f.managedWorkload()
+	if mw.Status.Phase != napwakev1alpha1.PhaseRunning || !mw.Status.PauseAt.Time.Equal(slot.Add(time.Hour)) {
+		t.Fatalf("phase %q pauseAt %v at the idle pause in a busy hour, want Running until %v", mw.Status.Phase, mw.Status.PauseAt, slot.Add(time.Hour))
+	}
+	f.wantEvent(napwakev1alpha1.EventForecastHold, fmt.Sprintf("Not paused for idleness: held awake in %s (1.00 over ", slot.Format("Mon 15:04")))
+	f.clock.SetTime(slot.Add(time.Hour))
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePausing {
+		t.Fatalf("phase %q once the quiet hour begins, want Pausing", p)
+	}
+	if s := f.forecastStatus().Figures.AwakeSeconds[holdReason]; s != int64(45*time.Minute/time.Second) {
+		t.Errorf("awake seconds held %d, want 2700 (15 past the hour to the next)", s)
+	}
+}
+
+func TestPauseEarlyPausesInQuietHoursWithReasonForecast(t *testing.T) {
+	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{PauseEarly: true}, time.Hour)
+	f.learnWeek(busy)
+	quiet := busy.AddDate(0, 0, 8).Add(5 * time.Hour)
+	f.clock.SetTime(quiet)
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	f.clock.Step(resumeTakes)
+	f.followSpec()
+	f.reconcile()
+	f.clock.SetTime(quiet.Add(15 * time.Minute))
+	f.reconcile()
+	mw := f.managedWorkload()
+	if mw.Status.Phase != napwakev1alpha1.PhasePausing || mw.Status.Pause.Reason != napwakev1alpha1.PauseForecast {
+		t.Fatalf("phase %q pause %+v idle 15m in quiet hours, want Pausing (Forecast)", mw.Status.Phase, mw.Status.Pause)
+	}
+	f.wantEvent(napwakev1alpha1.EventPausing, fmt.Sprintf("Pausing (Forecast): paused early at %s: ", quiet.Add(15*time.Minute).Format("15:04")))
+	if fig := mw.Status.Forecast.Figures; fig.EarlyPauses != 1 {
+		t.Errorf("earlyPauses %d, want 1", fig.EarlyPauses)
+	}
+	// A person before idleness alone would have paused it: a regret.
+	f.followSpec()
+	f.reconcile()
+	f.clock.SetTime(quiet.Add(40 * time.Minute))
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	if fig := f.forecastStatus().Figures; fig.EarlyPauseRegrets != 1 {
+		t.Errorf("earlyPauseRegrets %d, want 1", fig.EarlyPauseRegrets)
+	}
+}
+
+func TestObserveWritesStatusAndEventsButDoesNotAct(t *testing.T) {
+	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, Mode: napwakev1alpha1.ForecastObserve}, 10*time.Minute)
+	f.learnWeek(busy)
+	slot := busy.AddDate(0, 0, 8)
+	wakeAt := slot.Add(-(resumeTakes + time.Minute))
+	f.clock.SetTime(wakeAt)
+	f.reconcile()
+	f.reconcile()
+	mw := f.managedWorkload()
+	if mw.Status.Phase != napwakev1alpha1.PhasePaused {
+		t.Fatalf("phase %q in Observe mode at the pre-wake instant, want Paused", mw.Status.Phase)
+	}
+	want := fmt.Sprintf("would wake %s for %s (1.00 over ", wakeAt.Format("15:04"), slot.Format("Mon 15:04"))
+	f.wantEvent(napwakev1alpha1.EventForecastObserved, want)
+	select {
+	case e := <-f.events.Events:
+		t.Errorf("a second event %q: the observed wake is reported once", e)
+	default:
+	}
+	l := mw.Status.Forecast.Last
+	if l == nil || !l.Observed || !strings.HasPrefix(l.Message, want) || mw.Status.Forecast.Figures.ForecastWakes != 1 {
+		t.Errorf("status.forecast last %+v figures %+v, want the observed wake counted", l, mw.Status.Forecast.Figures)
+	}
+	// A person in the would-be wake's idle time: it would have been used.
+	f.clock.SetTime(slot.Add(5 * time.Minute))
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	if fig := f.forecastStatus().Figures; fig.ForecastWakesUsed != 1 || fig.ColdStartsAvoided != 1 {
+		t.Errorf("figures %+v, want the would-be wake used and a cold start avoided", fig)
+	}
+}
+
+func TestRobotsTurnedAwayDoNotTeachTheForecast(t *testing.T) {
+	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
+	f.pauseIt()
+	before := f.forecastStatus()
+	for h := range 3 {
+		f.clock.SetTime(busy.Add(time.Duration(h) * time.Hour))
+		pausedAt := f.managedWorkload().Status.Pause.StartedAt.UTC().Format(time.RFC3339)
+		f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationTurnedAway, fmt.Sprintf("%s/%d", pausedAt, 10*(h+1)))
+		f.reconcile()
+	}
+	f.clock.SetTime(busy.Add(4 * time.Hour))
+	f.reconcile()
+	mw := f.managedWorkload()
+	w, err := napwakev1alpha1.ReadForecastState(mw.Status.Forecast.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mw.Status.Phase != napwakev1alpha1.PhasePaused || mw.Status.TurnedAway == nil || mw.Status.TurnedAway.Requests != 30 {
+		t.Fatalf("phase %q turnedAway %+v, want Paused with 30 turned away", mw.Status.Phase, mw.Status.TurnedAway)
+	}
+	b, _ := napwakev1alpha1.ReadForecastState(before.State)
+	if !w.LastPerson.Equal(b.LastPerson) || w.Shares != b.Shares || mw.Status.Forecast.Figures.ColdStartsPerson != 0 {
+		t.Errorf("robots turned away taught it: last person %v (was %v), cold starts %d", w.LastPerson, b.LastPerson, mw.Status.Forecast.Figures.ColdStartsPerson)
+	}
+}
+
+func TestBadForecastSettingsAreReportedNotFatal(t *testing.T) {
+	t.Run("an unknown zone turns the forecast off with InvalidSetting", func(t *testing.T) {
+		f, _ := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Mars/Olympus_Mons"}, 10*time.Minute)
+		f.wantEvent(napwakev1alpha1.EventInvalidSetting, `spec.forecast.timeZone "Mars/Olympus_Mons" is not a known IANA zone: the forecast is off`)
+		if fs := f.managedWorkload().Status.Forecast; fs != nil {
+			t.Errorf("status.forecast %+v with the forecast off", fs)
+		}
+	})
+	t.Run("a status.forecast of an older version's length is reported and started afresh", func(t *testing.T) {
+		f, _ := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
+		mw := f.managedWorkload()
+		mw.Status.Forecast.State = base64.StdEncoding.EncodeToString(make([]byte, 168))
+		must(t, k8s.Status().Update(f.ctx, mw))
+		f.reconcile()
+		f.wantEvent(napwakev1alpha1.EventInvalidSetting, "reading status.forecast.state: forecast state is 168 bytes, want 216: the forecast starts afresh")
+		if _, err := napwakev1alpha1.ReadForecastState(f.forecastStatus().State); err != nil {
+			t.Errorf("status.forecast.state after starting afresh: %v", err)
+		}
+	})
+}
+
+func TestThePrometheusQueryTeachesOnlyWithLearnFromActivity(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		from   napwakev1alpha1.ForecastLearnFrom
+		taught bool
+	}{
+		{"a queue worker's query is not a person by default", "", false},
+		{"with learnFrom: activity its query teaches the forecast", napwakev1alpha1.LearnFromActivity, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, value := fakePrometheus(t)
+			f, _ := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, LearnFrom: tc.from}, 10*time.Minute)
+			f.r.Queries = &promquery.Client{URL: srv.URL}
+			f.setQuery(`sum(queue_length{queue="jobs"})`)
+			value.Store("12")
+			f.clock.Step(time.Minute)
+			f.reconcile()
+			w, err := napwakev1alpha1.ReadForecastState(f.forecastStatus().State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := w.LastPerson.Equal(f.clock.Now().Truncate(time.Second)); got != tc.taught {
+				t.Errorf("last person %v at %v: taught %v, want %v", w.LastPerson, f.clock.Now(), got, tc.taught)
+			}
+		})
+	}
+}
