@@ -109,6 +109,8 @@ func testRBAC(t *testing.T) {
 		{operatorUser, access{"update", "coordination.k8s.io", "leases", "", namespace, "napwake"}, true},
 		{operatorUser, access{"create", "coordination.k8s.io", "leases", "", namespace, ""}, true},
 		{operatorUser, access{"create", "coordination.k8s.io", "leases", "", app, ""}, false},
+		{operatorUser, access{"list", "coordination.k8s.io", "leases", "", namespace, ""}, true},
+		{operatorUser, access{"list", "coordination.k8s.io", "leases", "", "", ""}, false},
 		{operatorUser, access{"delete", "coordination.k8s.io", "leases", "", namespace, "napwake-doorman-port-20000"}, true},
 		{operatorUser, access{"delete", "coordination.k8s.io", "leases", "", app, "napwake-doorman-port-20000"}, false},
 		{operatorUser, access{"get", "", "secrets", "", namespace, wakeKeySecret}, false},

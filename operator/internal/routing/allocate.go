@@ -27,14 +27,24 @@ func (r *Router) seed(ctx context.Context) error {
 	if err := r.reader.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing ManagedWorkloads to seed the doorman port allocator: %w", err)
 	}
+	kept := map[*napwakev1alpha1.ManagedWorkload]map[int32]bool{}
 	for i := range list.Items {
 		mw := &list.Items[i]
 		if mw.Status.Doorman == nil {
 			continue
 		}
-		if c := r.alloc.Observe(keyOf(mw), portsOf(mw.Status.Doorman.Routes), holdsOf(mw)); len(c) > 0 {
+		c := r.alloc.Observe(keyOf(mw), portsOf(mw.Status.Doorman.Routes), holdsOf(mw))
+		if len(c) > 0 {
 			log.FromContext(ctx).Info("Doorman ports recorded by two ManagedWorkloads; re-routing the later one", "managedWorkload", klogKey(mw), "ports", c)
 		}
+		named := portsNamed(mw)
+		for _, p := range c {
+			delete(named, p)
+		}
+		kept[mw] = named
+	}
+	if err := r.adoptClaims(ctx, kept); err != nil {
+		return err
 	}
 	r.seeded = true
 	return nil

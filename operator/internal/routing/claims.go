@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/routing/plan"
@@ -195,6 +196,48 @@ func portsNamed(mw *napwakev1alpha1.ManagedWorkload) map[int32]bool {
 		out[h.Port] = true
 	}
 	return out
+}
+
+// adoptClaims creates the claim of each port a status names (in routes
+// or holds) that has none, for the workload whose status keeps it (the
+// seed's kept): a version before port claims wrote such statuses. Until a
+// claim exists, a Router whose allocator was seeded before that status
+// was written (an overlapping leader) can find the port free and create
+// its claim for another workload; once one exists, claimLive sees the
+// port in its holder's routes and refuses it. Existing claims are left as
+// they are (one naming another workload is judged when that port is next
+// wanted), so a seed costs one List and a Create per port without a claim.
+func (r *Router) adoptClaims(ctx context.Context, kept map[*napwakev1alpha1.ManagedWorkload]map[int32]bool) error {
+	if r.doorman.Namespace == "" || len(kept) == 0 {
+		return nil
+	}
+	var leases coordinationv1.LeaseList
+	if err := r.reader.List(ctx, &leases, client.InNamespace(r.doorman.Namespace), client.HasLabels{labelClaimPort}); err != nil {
+		return fmt.Errorf("listing the doorman port claims to adopt the ports of statuses without one: %w", err)
+	}
+	claimed := make(map[string]bool, len(leases.Items))
+	for _, l := range leases.Items {
+		claimed[l.Name] = true
+	}
+	var adopted []int32
+	for mw, named := range kept {
+		for p := range named {
+			l := r.claimLease(mw, p)
+			if claimed[l.Name] {
+				continue
+			}
+			if err := r.c.Create(ctx, l); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("adopting doorman port %d of ManagedWorkload %s, named without a claim: %w", p, klogKey(mw), err)
+			}
+			claimed[l.Name] = true
+			adopted = append(adopted, p)
+		}
+	}
+	if len(adopted) > 0 {
+		sort.Slice(adopted, func(i, j int) bool { return adopted[i] < adopted[j] })
+		log.FromContext(ctx).Info("Claimed doorman ports that statuses named without a claim (written by a version before port claims)", "ports", adopted)
+	}
+	return nil
 }
 
 // dropClaims deletes the claims a ManagedWorkload being deleted still has

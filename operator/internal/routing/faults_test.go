@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -182,6 +183,9 @@ type gate struct {
 	waiting chan struct{} // a write wants to go
 	proceed chan struct{} // it may
 	done    chan struct{} // it went
+	// closed lets writes through unasked until the test shuts the gate
+	// (the seed's adoption of claims another test's statuses lack).
+	closed bool
 }
 
 func newGate() *gate {
@@ -189,6 +193,9 @@ func newGate() *gate {
 }
 
 func (g *gate) hook(_ string, write func() error) error {
+	if !g.closed {
+		return write()
+	}
 	g.waiting <- struct{}{}
 	<-g.proceed
 	defer func() { g.done <- struct{}{} }()
@@ -247,6 +254,7 @@ func TestTwoLeadersNeverHandOnePortToTwoWorkloads(t *testing.T) {
 				r, err := New(&hookedClient{Client: k8s, hook: gates[i].hook}, k8s, Options{DoormanService: doormanNS + "/" + f.doorman, Dial: alwaysListening, ListenTimeout: 3 * time.Second}, f.clock, recorder)
 				f.g.Expect(err).NotTo(HaveOccurred())
 				f.g.Expect(r.seed(f.ctx)).To(Succeed(), "seeded before either writes")
+				gates[i].closed = true
 				routers[i] = r
 			}
 			finished := [2]chan error{make(chan error, 1), make(chan error, 1)}
@@ -325,4 +333,40 @@ func TestAPortClaimStandsUntilItsWriteCanNoLongerLand(t *testing.T) {
 	f.g.Expect(took).To(BeTrue(), "b is gone")
 	uid, _ = f.claimOf(port)
 	f.g.Expect(uid).To(Equal(string(a.UID)))
+}
+
+// TestAPortAStatusNamesWithoutAClaimIsClaimedAtSeed: a status written by a
+// version before port claims names a port no Lease claims. A Router
+// seeded before that status was written (an overlapping leader) finds the
+// port free; once another Router has seeded, the port is claimed for the
+// workload that names it, and the stale Router cannot claim it for
+// another. A second seed leaves the claim as it is.
+func TestAPortAStatusNamesWithoutAClaimIsClaimedAtSeed(t *testing.T) {
+	f := newFixture(t)
+	const port = int32(29998) // the range's last but one: no other test reaches it
+	stale := f.router()
+	f.g.Expect(stale.seed(f.ctx)).To(Succeed())
+
+	old, other := f.pausing("old"), f.pausing("other")
+	base := old.DeepCopy()
+	old.Status.Doorman = &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{{Service: "old", Port: 80, DoormanPort: port}}}
+	f.g.Expect(k8s.Status().Patch(f.ctx, old, client.MergeFrom(base))).To(Succeed())
+	var l coordinationv1.Lease
+	key := client.ObjectKey{Namespace: doormanNS, Name: claimPrefix + fmt.Sprint(port)}
+	f.g.Expect(apierrors.IsNotFound(k8s.Get(f.ctx, key, &l))).To(BeTrue(), "no claim before any Router seeds")
+
+	f.g.Expect(f.router().seed(f.ctx)).To(Succeed())
+	uid, _ := f.claimOf(port)
+	f.g.Expect(uid).To(Equal(string(old.UID)), "adopted for the workload whose status names it")
+	f.g.Expect(k8s.Get(f.ctx, key, &l)).To(Succeed())
+	f.g.Expect(l.Spec.HolderIdentity).To(HaveValue(Equal(f.ns + "/old")))
+
+	took, err := stale.claimOne(f.ctx, other, port)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(took).To(BeFalse(), "the stale Router may not hand the port to another workload")
+
+	rv := l.ResourceVersion
+	f.g.Expect(f.router().seed(f.ctx)).To(Succeed())
+	f.g.Expect(k8s.Get(f.ctx, key, &l)).To(Succeed())
+	f.g.Expect(l.ResourceVersion).To(Equal(rv), "a claim that exists is left alone")
 }
