@@ -8,7 +8,9 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,16 +35,51 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 })
 
+// The digest: hack/e2e.sh prints it last, so that a CI log showing only
+// its tail still says which spec failed and why, and which passed only on
+// a second attempt (-ginkgo.flake-attempts).
+var _ = ReportAfterSuite("the failure digest", func(r Report) {
+	path := os.Getenv("NAPWAKE_E2E_DIGEST")
+	if path == "" {
+		return
+	}
+	var b strings.Builder
+	for _, s := range r.SpecReports {
+		switch {
+		case s.Failed():
+			fmt.Fprintf(&b, "FAILED %s (%d attempts)\n  %s to %s (%s), at %s\n  %s\n\n", s.FullText(), s.NumAttempts,
+				s.StartTime.Format(time.TimeOnly), s.EndTime.Format(time.TimeOnly), s.RunTime.Round(time.Second),
+				s.Failure.Location, digestMessage(s.Failure.Message))
+		case s.NumAttempts > 1:
+			// Passed on a later attempt: the suite passes, and says so, with
+			// the first attempt's failure and dumps in the log above.
+			fmt.Fprintf(&b, "FLAKED %s: passed on attempt %d of %d, %s to %s; search the log for [FLAKEY TEST] and its first attempt's failure\n\n",
+				s.FullText(), s.NumAttempts, s.MaxFlakeAttempts, s.StartTime.Format(time.TimeOnly), s.EndTime.Format(time.TimeOnly))
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintf(GinkgoWriter, "writing the failure digest %s: %v\n", path, err)
+	}
+})
+
+// digestMessage keeps a failure's first 1500 characters, indented.
+func digestMessage(m string) string {
+	if len(m) > 1500 {
+		m = m[:1500] + " [...]"
+	}
+	return strings.ReplaceAll(strings.TrimSpace(m), "\n", "\n  ")
+}
+
 // inNamespace runs body in a fresh namespace, dumping it when the spec fails.
 func inNamespace(prefix string, labels map[string]string, body func(ctx context.Context, ns string)) {
 	ctx := context.Background()
 	ns, err := fw.CreateNamespace(ctx, prefix, labels)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
-		if CurrentSpecReport().Failed() {
+		if r := CurrentSpecReport(); r.Failed() {
 			fw.Dump(ctx, GinkgoWriter, ns)
 			if napwakeNS := os.Getenv("NAPWAKE_E2E_NAMESPACE"); napwakeNS != "" {
-				fw.DumpComponents(ctx, GinkgoWriter, napwakeNS)
+				fw.DumpComponents(ctx, GinkgoWriter, napwakeNS, ns, r.StartTime)
 			}
 		}
 		fw.DeleteNamespace(ctx, ns)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -58,7 +59,21 @@ func scenarioServiceByName(ctx context.Context, ns string) {
 	ip, err := fw.ClusterIP(ctx, ns, app.Name)
 	Expect(err).NotTo(HaveOccurred())
 	// hack/testbed/cluster.sh exec gives this process a pod's resolver.
-	Expect(net.DefaultResolver.LookupHost(ctx, name)).To(Equal([]string{ip}), "the name resolves to the ClusterIP")
+	// A new Service reaches CoreDNS and kube-proxy through their watches,
+	// usually within a second, but up to a minute and more when a spec
+	// before this one restarted the API server (their informers back off):
+	// wait, bounded, until this process resolves and reaches it, so the
+	// client pod below judges a pod's DNS path, not how soon the add-ons
+	// saw the Service.
+	shown := time.Now()
+	Eventually(func(g Gomega) {
+		g.Expect(net.DefaultResolver.LookupHost(ctx, name)).To(Equal([]string{ip}), "the name resolves to the ClusterIP")
+		r, err := framework.HTTPGet(ctx, "http://"+name+"/", nil, 2*time.Second)
+		g.Expect(err).NotTo(HaveOccurred(), "kube-proxy forwards the ClusterIP")
+		g.Expect(r.Status).To(Equal(http.StatusOK))
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(),
+		"a new Service resolves through CoreDNS and answers through kube-proxy from the node")
+	GinkgoWriter.Printf("the new Service resolved and answered from the node %s after it was Ready\n", time.Since(shown).Round(time.Millisecond))
 	logs := clientGet(ctx, ns, "client", "http://"+name+"/")
 	Expect(logs).To(ContainSubstring("200 OK"))
 	Expect(logs).To(ContainSubstring("hello from the sample app"))
@@ -178,7 +193,7 @@ func scenarioIngressBrowser(ctx context.Context, ns string) {
 	Eventually(func(g Gomega) {
 		r, err := in.Get(ctx, false, host, "/", browser, 10*time.Second)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(r.Status).To(Equal(200))
+		g.Expect(r.Status).To(Equal(http.StatusOK))
 		g.Expect(r.Body).To(ContainSubstring("hello from the sample app"))
 	}).WithTimeout(2 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
 	expectWokenByRequest(ctx, ns, app.Name)

@@ -288,25 +288,51 @@ func (f *Framework) Dump(ctx context.Context, w io.Writer, namespaces ...string)
 				fmt.Fprintf(w, "event %s %s %s/%s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 			}
 		}
-		f.dumpLogs(ctx, w, ns, "")
+		f.dumpLogs(ctx, w, ns, func(raw []byte) []byte { return lastLines(raw, 60) })
 	}
 }
 
-func (f *Framework) dumpLogs(ctx context.Context, w io.Writer, ns, selector string) {
-	pods, err := f.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+// dumpLogs writes each pod's state and each container's log, cut by keep.
+func (f *Framework) dumpLogs(ctx context.Context, w io.Writer, ns string, keep func([]byte) []byte, opts ...func(*corev1.PodLogOptions)) {
+	pods, err := f.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return
 	}
 	for _, p := range pods.Items {
 		fmt.Fprintf(w, "Pod %s: %s\n", p.Name, PodState(&p))
 		for _, c := range p.Spec.Containers {
-			raw, err := f.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To[int64](60)}).DoRaw(ctx)
+			o := &corev1.PodLogOptions{Container: c.Name}
+			for _, opt := range opts {
+				opt(o)
+			}
+			raw, err := f.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, o).DoRaw(ctx)
 			if err != nil {
 				continue
 			}
-			fmt.Fprintf(w, "--- logs %s/%s [%s] (phase %s)\n%s\n", ns, p.Name, c.Name, p.Status.Phase, indent(raw))
+			fmt.Fprintf(w, "--- logs %s/%s [%s] (phase %s)\n%s\n", ns, p.Name, c.Name, p.Status.Phase, indent(keep(raw)))
 		}
 	}
+}
+
+// lastLines keeps raw's last n lines.
+func lastLines(raw []byte, n int) []byte {
+	lines := bytes.SplitAfter(bytes.TrimRight(raw, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return bytes.Join(lines, nil)
+}
+
+// aboutOrLast keeps the lines that name about, and the last n lines.
+func aboutOrLast(raw []byte, about string, n int) []byte {
+	lines := bytes.SplitAfter(bytes.TrimRight(raw, "\n"), []byte("\n"))
+	var out [][]byte
+	for i, l := range lines {
+		if i >= len(lines)-n || bytes.Contains(l, []byte(about)) {
+			out = append(out, l)
+		}
+	}
+	return bytes.Join(out, nil)
 }
 
 // PodState says where a pod is: its phase, node, IP, and each container's
@@ -329,10 +355,14 @@ func PodState(p *corev1.Pod) string {
 	return strings.Join(parts, "; ")
 }
 
-// DumpComponents writes the logs of Napwake's own pods in ns.
-func (f *Framework) DumpComponents(ctx context.Context, w io.Writer, ns string) {
-	fmt.Fprintf(w, "\n===== Napwake in %s =====\n", ns)
-	f.dumpLogs(ctx, w, ns, "")
+// DumpComponents writes the logs of Napwake's own pods in ns since the
+// failed spec began: every line that names the spec's namespace about, and
+// the last 60 lines, so the minute that matters is in the dump however
+// long the spec ran.
+func (f *Framework) DumpComponents(ctx context.Context, w io.Writer, ns, about string, since time.Time) {
+	fmt.Fprintf(w, "\n===== Napwake in %s, since %s, lines naming %s and the last 60 =====\n", ns, since.Format(time.TimeOnly), about)
+	f.dumpLogs(ctx, w, ns, func(raw []byte) []byte { return aboutOrLast(raw, about, 60) },
+		func(o *corev1.PodLogOptions) { o.SinceTime = &metav1.Time{Time: since.Add(-5 * time.Second)} })
 }
 
 func indent(b []byte) string {

@@ -348,6 +348,26 @@ stop_pid() {
   rm -f "$(pidfile "$name")"
 }
 
+# kill_strays stops daemons an interrupted run left behind whose PID files
+# a later `up` rewrote (a second kubelet fights the first over the pods):
+# any process running a binary from the cache with this test bed's state
+# directory on its command line, and no PID file of this `up` naming it
+# (those stop in order). envtest's binaries, from the same cache, name no
+# such directory and are left alone.
+kill_strays() {
+  local pid exe cache recorded
+  cache=$(napwake_cache)
+  recorded=" $(cat "$STATE"/run/*.pid 2>/dev/null | tr '\n' ' ') "
+  for pid in $(pgrep -f -- "$STATE/" 2>/dev/null); do
+    case $recorded in *" $pid "*) continue ;; esac
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
+    case $exe in
+      "$cache"/*)
+        kill -KILL "$pid" 2>/dev/null && info "      stopped a stray $(basename "$exe") (pid $pid) an earlier run left running" ;;
+    esac
+  done
+}
+
 cmd_down() {
   need_root
   if [ ! -d "$STATE" ] && [ ! -e "/var/run/netns/$NETNS" ]; then
@@ -357,6 +377,7 @@ cmd_down() {
   step "Stopping the test bed's daemons by their recorded PIDs"
   stop_pid traefik; stop_pid coredns
   stop_pid kube-proxy; stop_pid kubelet
+  kill_strays
   if [ -S "$STATE/containerd/containerd.sock" ] && running containerd; then
     step "Removing pods' containers and sandboxes"
     for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
