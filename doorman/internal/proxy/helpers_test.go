@@ -24,7 +24,15 @@ import (
 // wait polls cond every 5 ms until it holds or 5 s pass.
 func wait(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	waitWithin(t, 5*time.Second, what, cond)
+}
+
+// waitWithin is wait with its own bound, for a step whose time grows with
+// what it moves (the race detector makes 32 MiB through loopback take
+// seconds on two busy cores).
+func waitWithin(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
