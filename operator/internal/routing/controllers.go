@@ -145,9 +145,23 @@ func (r *Router) reconcileDoormen(ctx context.Context, _ reconcile.Request) (rec
 		return reconcile.Result{}, err
 	}
 	r.doormenMu.Lock()
-	prev, hadPrev := r.applied, r.appliedOK
+	prev, hadPrev, settling := r.applied, r.appliedOK, r.settling
 	r.doormenMu.Unlock()
 	if hadPrev && equality.Semantic.DeepEqual(prev, doormen) {
+		if !settling {
+			return reconcile.Result{}, nil
+		}
+		// The second look after a change: a slice a route wrote with the
+		// old set while the change was applied (the cache did not hold it
+		// yet, so MoveAll did not see it) is moved now.
+		if len(doormen) > 0 {
+			if err := r.MoveAll(ctx, doormen); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		r.doormenMu.Lock()
+		r.settling = false
+		r.doormenMu.Unlock()
 		return reconcile.Result{}, nil
 	}
 	if len(doormen) > 0 {
@@ -172,10 +186,15 @@ func (r *Router) reconcileDoormen(ctx context.Context, _ reconcile.Request) (rec
 		}
 	}
 	r.doormenMu.Lock()
-	r.applied, r.appliedOK = doormen, true
+	r.applied, r.appliedOK, r.settling = doormen, true, true
 	r.doormenMu.Unlock()
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: settleAfter}, nil
 }
+
+// settleAfter is when the doormen controller looks again after applying a
+// change: long enough for the cache to hold a slice written just before
+// the change, short beside a pod's termination grace.
+const settleAfter = 2 * time.Second
 
 // kickRouted re-routes every pausing or paused workload (of those opts
 // list) that want accepts, through the routing controller.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -191,4 +192,44 @@ func TestADoormanThatAppearsAfterStartIsUsed(t *testing.T) {
 		g.Expect(wakeOnRequest(f.get(mw)).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
 		g.Expect(sliceNames(f.slices())).To(ConsistOf("api-napwake-ipv4"))
 	}).Should(Succeed())
+}
+
+// TestASliceTheChangeMissedIsMovedOnTheSecondLook: a route that read the
+// Ready doorman set just before it changed writes its slice with the old
+// set, and the change's MoveAll, listing a cache that did not hold that
+// slice yet, misses it. The doormen controller looks again settleAfter
+// later and moves it, and asks for no third.
+func TestASliceTheChangeMissedIsMovedOnTheSecondLook(t *testing.T) {
+	f := newFixture(t)
+	a, b := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-b", "10.1.0.2", true}
+	f.setDoormen(a, b)
+	f.pods.serve(f.ctx, a.ip, b.ip)
+	tmpl := f.deployment()
+	f.service("api")
+	mw := f.pausing("api")
+	r := f.router()
+	_, err := r.Route(f.ctx, mw, tmpl) // read the set {a, b}
+	f.g.Expect(err).NotTo(HaveOccurred())
+	ips := func() []string { ss := f.slices(); f.g.Expect(ss).To(HaveLen(1)); return endpointIPs(&ss[0]) }
+	f.g.Expect(ips()).To(Equal([]string{a.ip, b.ip}))
+
+	b.ready = false
+	f.setDoormen(a, b)
+	now, err := r.doormen(f.ctx)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	// The change was applied (its MoveAll did not see the slice) and the
+	// second look is due.
+	r.applied, r.appliedOK, r.settling = now, true, true
+	res, err := r.reconcileDoormen(f.ctx, reconcile.Request{})
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(res.RequeueAfter).To(BeZero(), "settled: no further look")
+	f.g.Expect(ips()).To(Equal([]string{a.ip}), "the second look moves the slice the change missed")
+
+	// A change is applied at once and asks for the second look.
+	b.ready = true
+	f.setDoormen(a, b)
+	res, err = r.reconcileDoormen(f.ctx, reconcile.Request{})
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(res.RequeueAfter).To(Equal(settleAfter), "a change asks for the second look")
+	f.g.Expect(ips()).To(Equal([]string{a.ip, b.ip}))
 }

@@ -141,6 +141,9 @@ type Router struct {
 	doormenMu sync.Mutex
 	applied   []epslice.Doorman
 	appliedOK bool
+	// settling: the set changed and the pass settleAfter later, which
+	// catches slices the cache did not hold yet at the change, is due.
+	settling bool
 }
 
 // New returns a Router. c is the manager's (cached) client; reader reads
