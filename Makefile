@@ -49,11 +49,20 @@ demo-remote-test: ## Run make demo in its KUBECONFIG + NAPWAKE_REGISTRY mode aga
 .PHONY: test
 test: packages envtest-bins verify test-unit e2e ## Run every test: generated files, unit + envtest suites with -race, then the end-to-end suite.
 
+# A test that fails is run once more on its own (gotestsum --rerun-fails;
+# UNIT_RERUNS=0 turns that off); gotestsum's summary names every rerun,
+# pass or fail, and so does the last line make test-unit prints.
+UNIT_RERUNS ?= 1
+
 .PHONY: test-unit
-test-unit: ## Unit and envtest suites of every module, with -race.
+test-unit: ## Unit and envtest suites of every module, with -race; a failed test runs once more, and is named.
 	@export KUBEBUILDER_ASSETS=$(ASSETS); \
-	echo "[$$(date +%H:%M:%S)] go test $(GOTEST_FLAGS) over $(MODULES) (envtest binaries: $$KUBEBUILDER_ASSETS)"; \
-	$(GO) test $(GOTEST_FLAGS) $(foreach m,$(MODULES),./$(m)/...); \
+	GOWORK=off $(GO) -C $(ROOT)/hack/tools build -o $(BIN)/gotestsum gotest.tools/gotestsum; \
+	echo "[$$(date +%H:%M:%S)] go test $(GOTEST_FLAGS) over $(MODULES) (envtest binaries: $$KUBEBUILDER_ASSETS; a failed test runs again up to $(UNIT_RERUNS) time)"; \
+	mkdir -p $(OUT); rm -f $(OUT)/unit-reruns.txt; \
+	$(BIN)/gotestsum --format standard-quiet --rerun-fails=$(UNIT_RERUNS) --rerun-fails-max-failures=5 \
+	  --rerun-fails-report=$(OUT)/unit-reruns.txt --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
+	if [ -s $(OUT)/unit-reruns.txt ]; then echo "[$$(date +%H:%M:%S)] tests that failed once and were run again (their first failure is above):"; cat $(OUT)/unit-reruns.txt; fi; \
 	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/
 
 .PHONY: e2e
