@@ -202,14 +202,7 @@ func TestADoormanThatAppearsAfterStartIsUsed(t *testing.T) {
 func TestASliceTheChangeMissedIsMovedOnTheSecondLook(t *testing.T) {
 	f := newFixture(t)
 	a, b := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-b", "10.1.0.2", true}
-	f.setDoormen(a, b)
-	f.pods.serve(f.ctx, a.ip, b.ip)
-	tmpl := f.deployment()
-	f.service("api")
-	mw := f.pausing("api")
-	r := f.router()
-	_, err := r.Route(f.ctx, mw, tmpl) // read the set {a, b}
-	f.g.Expect(err).NotTo(HaveOccurred())
+	r := f.routedBehind(func() *Router { return f.router() }, a, b) // read the set {a, b}
 	ips := func() []string { ss := f.slices(); f.g.Expect(ss).To(HaveLen(1)); return endpointIPs(&ss[0]) }
 	f.g.Expect(ips()).To(Equal([]string{a.ip, b.ip}))
 

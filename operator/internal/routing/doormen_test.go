@@ -69,14 +69,7 @@ func (f *fixture) markTerminating(ip string) {
 func TestADoormanPodJoinsTheSlicesOnlyOnceReadyAndLeavesThemWhenTerminating(t *testing.T) {
 	f := newFixture(t)
 	a, b := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-b", "10.1.0.2", false}
-	f.setDoormen(a, b)
-	f.pods.serve(f.ctx, a.ip, b.ip)
-	tmpl := f.deployment()
-	f.service("api")
-	mw := f.pausing("api")
-	r := f.managed()
-	_, err := r.Route(f.ctx, mw, tmpl)
-	f.g.Expect(err).NotTo(HaveOccurred())
+	f.routedBehind(f.managed, a, b)
 	pointAt := func(ips ...string) func(g Gomega) {
 		return func(g Gomega) {
 			s, err := f.slice("api-napwake-ipv4")

@@ -289,3 +289,23 @@ func (r *countingRecorder) count(o client.Object, reason string) int {
 	defer r.mu.Unlock()
 	return r.calls[o.GetNamespace()+"/"+o.GetName()+"/"+reason]
 }
+
+// routedBehind sets the doorman pods (serving on their ports), creates the
+// Deployment api, its Service api and its pausing ManagedWorkload, makes
+// the Router with newRouter and routes api through it.
+func (f *fixture) routedBehind(newRouter func() *Router, pods ...doormanPod) *Router {
+	f.t.Helper()
+	f.setDoormen(pods...)
+	ips := make([]string, 0, len(pods))
+	for _, p := range pods {
+		ips = append(ips, p.ip)
+	}
+	f.pods.serve(f.ctx, ips...)
+	tmpl := f.deployment()
+	f.service("api")
+	mw := f.pausing("api")
+	r := newRouter()
+	_, err := r.Route(f.ctx, mw, tmpl)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return r
+}
