@@ -70,7 +70,7 @@ e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings
 	@$(ROOT)/hack/e2e.sh
 
 .PHONY: soak
-soak: ## Soak on a fresh local cluster, then take it down: pauses, wakes, held requests, doorman restarts for SOAK_DURATION (default 30m); docs/bench/soak.md.
+soak: ## Soak on a fresh local cluster, then take it down: pauses, wakes, held requests, doorman restarts for SOAK_DURATION (default 30m) after a 13-minute warm-up, about 50 min in all; docs/bench/soak.md.
 	@$(ROOT)/hack/testbed/cluster.sh down
 	@rc=0; { $(MAKE) --no-print-directory cluster-up images && SOAK_DURATION=$(SOAK_DURATION) $(ROOT)/hack/soak.sh; } || rc=$$?; \
 	  $(ROOT)/hack/testbed/cluster.sh down; exit $$rc
