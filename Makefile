@@ -76,8 +76,8 @@ soak: ## Soak on a fresh local cluster, then take it down: pauses, wakes, held r
 	  $(ROOT)/hack/testbed/cluster.sh down; exit $$rc
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each; corpora live in testdata/fuzz.
-	@$(ROOT)/hack/fuzz.sh $(FUZZTIME)
+fuzz: ## Run every fuzz target (or those FUZZ, a regexp, names) for FUZZTIME (default 30s) each; their corpora are kept in testdata/fuzz.
+	@$(ROOT)/hack/fuzz.sh $(FUZZTIME) $(FUZZ)
 
 .PHONY: bench
 bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench/*.md.
