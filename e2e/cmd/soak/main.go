@@ -47,13 +47,17 @@ func main() {
 	flag.DurationVar(&o.quiet, "quiet", time.Minute, "the quiet period before the baseline and the end samples (past the doorman's 30 s port linger)")
 	flag.IntVar(&o.apps, "apps", 12, "opted-in sample apps")
 	flag.IntVar(&o.heldPerApp, "held-per-app", 8, "requests held at once per app in each wake")
-	flag.IntVar(&o.warmup, "warmup", 3, "cycles before the baseline at least (the first with a doorman restart): the processes' memory settles at its working size")
+	flag.IntVar(&o.warmup, "warmup", 3, "cycles before the baseline at least (the first, and every -restart-every-th, restarts the other doorman pods): the processes' memory settles at its working size")
 	flag.DurationVar(&o.warmupFor, "warmup-for", 13*time.Minute, "and at least this long: client-go's event series cache keeps an event up to 12 minutes (its 6-minute sweep), so the operator's working set is whole only after that")
 	flag.IntVar(&o.restartEvery, "restart-every", 3, "delete the other doorman pod every this many cycles")
 	flag.StringVar(&o.napwakeNS, "napwake-namespace", "napwake-system", "where Napwake is installed")
 	flag.StringVar(&o.heapDir, "heap-dir", "", "save the operator's heap profiles at the baseline and the end here (needs the operator's --pprof-bind-address)")
 	flag.IntVar(&o.pprofPort, "pprof-port", 8082, "the port of the operator's --pprof-bind-address")
 	flag.Parse()
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	passed, err := run(ctx, o)
@@ -65,6 +69,28 @@ func main() {
 	if !passed {
 		os.Exit(1)
 	}
+}
+
+// validate refuses the values the loops cannot run with (a zero
+// -restart-every divides by zero, a zero -sample-every stops the ticker),
+// naming the flag.
+func (o options) validate() error {
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"-restart-every must be at least 1", o.restartEvery >= 1},
+		{"-apps must be at least 1", o.apps >= 1},
+		{"-held-per-app must be at least 1", o.heldPerApp >= 1},
+		{"-sample-every must be positive", o.sampleEvery > 0},
+		{"-duration must be positive", o.duration > 0},
+		{"-warmup and -quiet and -warmup-for must not be negative", o.warmup >= 0 && o.quiet >= 0 && o.warmupFor >= 0},
+	} {
+		if !f.ok {
+			return fmt.Errorf("%s; see -help", f.name)
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, o options) (bool, error) {
