@@ -148,8 +148,8 @@ packages: ## Install the Debian packages the demo and tests need (hack/packages.
 	@$(ROOT)/hack/packages.sh
 
 .PHONY: envtest-bins
-envtest-bins: ## Build (once, cached by version) the etcd, kube-apiserver and kubectl that envtest uses.
-	@$(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl >/dev/null
+envtest-bins: ## Build (once, cached by version) the test bed's Kubernetes binaries in one go build; envtest uses etcd, kube-apiserver and kubectl.
+	@$(ROOT)/hack/testbed/build-binaries.sh >/dev/null
 
 .PHONY: cluster-up
 cluster-up: packages ## A real single-node cluster in its own network namespace (root; builds binaries on first use).
