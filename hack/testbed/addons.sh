@@ -16,12 +16,22 @@
 INGRESS_HOSTS="DNS:napwake.test,DNS:*.napwake.test,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
 METRICS_SERVER_IMAGE=napwake.local/metrics-server:${METRICS_SERVER_VERSION:-v0.8.0}
 
+# NAPWAKE_INGRESS=0 leaves Traefik out (the demo needs no ingress controller,
+# and Traefik is the slowest add-on to build); `up` without it starts Traefik
+# on a test bed that is already up without one.
+want_ingress() { [ "${NAPWAKE_INGRESS:-1}" != 0 ]; }
+
 addon_binaries() {
-  step "Add-ons: CoreDNS, metrics-server and Traefik (each built from source on first use: ~2, ~4.5 and ~9 minutes cold, instant after)"
-  local out
-  out=$("$here/build-addons.sh" coredns metrics-server traefik)
+  local out names=(coredns metrics-server)
+  if want_ingress; then
+    names+=(traefik)
+    step "Add-ons: CoreDNS, metrics-server and Traefik (each built from source on first use: ~2, ~4.5 and ~9 minutes cold, instant after)"
+  else
+    step "Add-ons: CoreDNS and metrics-server (each built from source on first use: ~2 and ~4.5 minutes cold, instant after); no ingress controller (NAPWAKE_INGRESS=0)"
+  fi
+  out=$("$here/build-addons.sh" "${names[@]}")
   COREDNS_BIN=$(sed -n 1p <<<"$out"); METRICS_SERVER_BIN=$(sed -n 2p <<<"$out"); TRAEFIK_BIN=$(sed -n 3p <<<"$out")
-  info "      using $COREDNS_BIN, $METRICS_SERVER_BIN, $TRAEFIK_BIN"
+  info "      using $COREDNS_BIN, $METRICS_SERVER_BIN${TRAEFIK_BIN:+, $TRAEFIK_BIN}"
 }
 
 # addon_pki makes the aggregation layer's front-proxy CA and client, the

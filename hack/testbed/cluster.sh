@@ -318,17 +318,24 @@ cmd_up() {
   binaries
   mkdir -p "$STATE/run" "$STATE/log"
   if running kube-apiserver && running kubelet && kubectl_ get --raw /readyz >/dev/null 2>&1; then
+    if want_ingress && ! running traefik; then traefik_up; fi
     info "The test bed is already up. KUBECONFIG=$STATE/pki/admin.kubeconfig (use it inside the namespace: $0 exec kubectl get nodes)"
     return
   fi
   local t0; t0=$(date +%s)
   netns_up; pki; configs; control_plane; node
-  addon_rbac; metrics_server_up; coredns_up; traefik_up; metrics_server_wait
+  addon_rbac; metrics_server_up; coredns_up
+  if want_ingress; then traefik_up; fi
+  metrics_server_wait
   # The default ServiceAccount and its namespace settle a moment after the node.
   wait_for "the default ServiceAccount" 60 "$STATE/log/kube-controller-manager.log" kubectl_ get serviceaccount default
   step "The test bed is up in $(( $(date +%s) - t0 ))s: node $NODE_NAME ($NODE_IP), pods on $POD_CIDR, Services on $SERVICE_CIDR"
   info "      cluster DNS: CoreDNS on $NODE_IP:53 (<service>.<namespace>.svc); metrics API: metrics-server"
-  info "      ingress:     Traefik, IngressClass traefik, http://$NODE_IP and https://$NODE_IP (CA: $STATE/pki/ca.crt)"
+  if want_ingress; then
+    info "      ingress:     Traefik, IngressClass traefik, http://$NODE_IP and https://$NODE_IP (CA: $STATE/pki/ca.crt)"
+  else
+    info "      ingress:     none (NAPWAKE_INGRESS=0); make cluster-up adds Traefik"
+  fi
   info "      kubeconfig: $STATE/pki/admin.kubeconfig (reachable only inside the namespace)"
   info "      try:        $0 exec kubectl get pods -A"
   info "      remove:     make cluster-down"
