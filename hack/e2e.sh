@@ -15,7 +15,9 @@ cd "$root"
 out=$root/_out
 mkdir -p "$out/images"
 step "Building the end-to-end suite and the sample app image"
-go test -c -tags e2e -o "$out/e2e-cluster.test" ./e2e/cluster
+# The same flags as make build (static, -trimpath): the suite reuses the
+# client libraries that build compiled instead of compiling them again.
+CGO_ENABLED=0 go test -c -trimpath -tags e2e -o "$out/e2e-cluster.test" ./e2e/cluster
 "$here/sampleapp-image.sh"
 "$here/testbed/cluster.sh" load-image "$out"/images/*.tar
 
@@ -50,19 +52,26 @@ export NAPWAKE_E2E_TESTBED="$here/testbed/cluster.sh"
 export NAPWAKE_E2E_INSTALL="'$here/install-napwake.sh'"
 export NAPWAKE_E2E_COLDSTART_OUT="$out/coldstart.txt"
 
-step "Running the end-to-end suite inside the node's network namespace"
+# Independent specs run in E2E_PROCS ginkgo processes at once (each spec in
+# its own namespace; they mostly wait on pods and timers); the specs marked
+# Serial (they restart, scale or reinstall Napwake's shared parts, or time a
+# wake) run after them, one at a time, on one process.
+procs=${E2E_PROCS:-3}
+step "Running the end-to-end suite inside the node's network namespace ($procs processes, then the Serial specs)"
+GOWORK=off go -C "$root/hack/tools" build -o "$root/bin/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
 # A spec that fails is run once more, whole, in a new namespace: the test
 # bed is one 2-core machine whose own add-ons (CoreDNS, kube-proxy, the
 # controller manager) recover slowly from the outage specs. A spec that
 # needed its second attempt is named in the digest below, pass or fail.
-args=(-test.timeout 50m -ginkgo.v -ginkgo.no-color -ginkgo.flake-attempts "${E2E_ATTEMPTS:-2}")
-[ -n "${E2E_FOCUS:-}" ] && args+=(-ginkgo.focus "$E2E_FOCUS")
+args=(--procs "$procs" --timeout 50m -v --no-color --flake-attempts "${E2E_ATTEMPTS:-2}"
+  --json-report "$out/e2e-report.json" --output-dir "$out")
+[ -n "${E2E_FOCUS:-}" ] && args+=(--focus "$E2E_FOCUS")
 start=$(date +%s)
 # Each failed spec's name, time and message, printed last on a failure so
 # the tail of a long log names them (the full dumps are above it).
 export NAPWAKE_E2E_DIGEST="$out/e2e-failures.txt"
-rm -f "$NAPWAKE_E2E_DIGEST"
-if ! (cd "$root/e2e/cluster" && "$here/testbed/cluster.sh" exec "$out/e2e-cluster.test" "${args[@]}"); then
+rm -f "$NAPWAKE_E2E_DIGEST" "$out/e2e-report.json"
+if ! (cd "$root/e2e/cluster" && "$here/testbed/cluster.sh" exec "$root/bin/ginkgo" run "${args[@]}" "$out/e2e-cluster.test"); then
   step "The end-to-end suite failed after $(( $(date +%s) - start ))s; its failures, in short (their dumps are above):"
   cat "$NAPWAKE_E2E_DIGEST" 2>/dev/null || echo "(no digest: the suite stopped before its report, e.g. a timeout or a build failure)"
   exit 1

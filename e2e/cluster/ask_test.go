@@ -30,7 +30,7 @@ import (
 
 var _ = Describe("Napwake asking before waking", func() {
 	BeforeEach(requireNapwake)
-	It("shows a browser the asleep page over plain HTTP; a click wakes it, a second within the minute gets 429", func() {
+	It("shows a browser the asleep page over plain HTTP; a click wakes it, a second within the minute gets 429", Serial, func() {
 		inNamespace("ask", nil, scenarioAskOverHTTP)
 	})
 	It("wakes on a click through Traefik terminating TLS, judged by fetch metadata", func() {

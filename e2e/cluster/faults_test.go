@@ -21,7 +21,7 @@ import (
 // The faults a production cluster brings, on the real parts (issue 20,
 // "Proof on real parts"). The specs of one container run in the order
 // written: the one after the API server's outage shows the cluster healthy.
-var _ = Describe("Napwake under faults", func() {
+var _ = Describe("Napwake under faults", Serial, func() {
 	BeforeEach(requireNapwake)
 	It("holds connections through 30 s without the API server, and wakes every workload once it is back", func() {
 		inNamespace("outage", nil, scenarioAPIServerAway)

@@ -26,7 +26,7 @@ import (
 // else, so forwarders find the doorman as they do on GKE: by the headless
 // Service's DNS name, <release>-doorman-pods.<namespace>.svc, which the
 // test bed's CoreDNS answers with the Ready doorman pods.
-var _ = Describe("Napwake's NEG forwarder", func() {
+var _ = Describe("Napwake's NEG forwarder", Serial, func() {
 	BeforeEach(func() {
 		if os.Getenv("NAPWAKE_NEG_FORWARDER") == "" {
 			Skip("the NEG forwarder is not installed: run the suite through hack/e2e.sh (make e2e)")

@@ -122,10 +122,10 @@ var _ = Describe("Napwake", func() {
 	It("pauses and wakes a StatefulSet with its replica count intact", func() {
 		inNamespace("sts", nil, scenarioStatefulSet)
 	})
-	It("moves routes off a deleted doorman pod, and a request still wakes", func() {
+	It("moves routes off a deleted doorman pod, and a request still wakes", Serial, func() {
 		inNamespace("doorman", nil, scenarioDoormanPodDeleted)
 	})
-	It("never loses a workload when the operator restarts mid-pause", func() {
+	It("never loses a workload when the operator restarts mid-pause", Serial, func() {
 		inNamespace("restart", nil, scenarioOperatorRestartMidPause)
 	})
 	It("wakes a three-tier environment as one, and learns who calls whom", func() {
@@ -134,7 +134,7 @@ var _ = Describe("Napwake", func() {
 	It("drives status, wake --wait and pause --wait with kubectl napwake", func() {
 		inNamespace("cli", nil, scenarioKubectlPlugin)
 	})
-	It("keeps paused workloads paused and routed through a doorman-only Helm upgrade", func() {
+	It("keeps paused workloads paused and routed through a doorman-only Helm upgrade", Serial, func() {
 		inNamespace("upgrade", nil, scenarioDoormanUpgrade)
 	})
 	It("keeps a queue worker up while its Prometheus activity query returns work, pauses it, and wakes it when work returns", func() {
@@ -143,7 +143,7 @@ var _ = Describe("Napwake", func() {
 	It("routes a Service shared by two paused workloads, and one request wakes both", func() {
 		inNamespace("shared", nil, scenarioSharedService)
 	})
-	It("adds little to a cold start: p99 over 20 wakes within the bound (100 ms target)", func() {
+	It("adds little to a cold start: p99 over 20 wakes within the bound (100 ms target)", Serial, func() {
 		inNamespace("coldstart", nil, func(ctx context.Context, ns string) {
 			overheads := scenarioColdStartOverhead(ctx, ns, 20)
 			// The target is 100 ms at p99 (docs/bench/coldstart.md has the
