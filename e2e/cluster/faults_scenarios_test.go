@@ -286,9 +286,13 @@ func scenarioPausesUnderTraffic(ctx context.Context, ns string) {
 		r, err := framework.HTTPGet(ctx, url, nil, 3*time.Second)
 		return r.Status, err
 	}).WithTimeout(30 * time.Second).Should(Equal(http.StatusOK))
-	t := startTraffic(ctx, []string{url}, 0, time.Minute, http.StatusOK)
+	// Each request waits at most 15 s for the app's answer: a wake that
+	// loses the request for longer (the doorman's stamp read as before the
+	// pause, and not made again) fails it, not only a refusal or a reset.
+	t := startTraffic(ctx, []string{url}, 0, 15*time.Second, http.StatusOK)
 	go logRouting(ctx, ns, app.Name)
 	paused, calledOff := 0, 0
+	var slowest time.Duration // from the doorman's slice appearing to Running, over the rounds
 	for i := 1; i <= 20; i++ {
 		before, err := fw.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app.Name})
 		Expect(err).NotTo(HaveOccurred())
@@ -297,10 +301,20 @@ func scenarioPausesUnderTraffic(ctx context.Context, ns string) {
 		if mw.Status.ResumedAt != nil { // a pause request is read in whole seconds: one after the last wake's
 			Eventually(func() bool { return time.Now().Truncate(time.Second).After(mw.Status.ResumedAt.Time) }).Should(BeTrue())
 		}
+		// The last round's slices go once it is Running: this round's bound
+		// counts from its own slice.
+		Eventually(func() ([]string, error) { return fw.DoormanSliceAddresses(ctx, ns, app.Name) }).
+			WithTimeout(30*time.Second).Should(BeEmpty(), "pause %d: the last wake's doorman slice is gone", i)
 		Expect(fw.RequestPause(ctx, ns, app.Name)).To(Succeed())
 		resumed := mw.Status.ResumedAt
 		sawPaused := false
+		var sliceAt time.Time // when this round's doorman slice was first seen
 		Eventually(func(g Gomega) {
+			if sliceAt.IsZero() {
+				if addrs, err := fw.DoormanSliceAddresses(ctx, ns, app.Name); err == nil && len(addrs) > 0 {
+					sliceAt = time.Now()
+				}
+			}
 			p := fw.Phase(ctx, ns, app.Name)
 			sawPaused = sawPaused || p == napwakev1alpha1.PhasePaused
 			g.Expect(p).To(Equal(napwakev1alpha1.PhaseRunning))
@@ -319,11 +333,19 @@ func scenarioPausesUnderTraffic(ctx context.Context, ns string) {
 					calledOff++
 					GinkgoWriter.Printf("pause %d called off before its pods stopped (%v); asked again\n", i, now.Status.LastActivitySource)
 					g.Expect(fw.RequestPause(ctx, ns, app.Name)).To(Succeed())
+					sliceAt = time.Time{} // the bound counts from the slice of the pause asked again
 				}
 			}
 			g.Expect(stopping(pods.Items, before.Items)).To(BeTrue(), "the pause stops the pods it found")
 			g.Expect(fw.ReadyReplicas(ctx, ns, app.Name)).To(Equal(int32(1)))
 		}).WithTimeout(90*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "pause %d stops the pods, and a wake brings one back", i)
+		if !sliceAt.IsZero() {
+			// The spec's bound for a caller met by the pause: the workload is
+			// Running again within 10 s of the doorman's slice appearing.
+			took := time.Since(sliceAt)
+			slowest = max(slowest, took)
+			Expect(took).To(BeNumerically("<=", 10*time.Second), "pause %d: Running again %s after the doorman's slice appeared", i, took.Round(time.Millisecond))
+		}
 		if sawPaused {
 			paused++
 		}
@@ -333,8 +355,8 @@ func scenarioPausesUnderTraffic(ctx context.Context, ns string) {
 	}
 	ok, failed, why := t.stop()
 	Expect(failed).To(BeZero(), why)
-	AddReportEntry("20 pauses under traffic", fmt.Sprintf("%d answers, 0 failed; %d of 20 pauses reached Paused, the rest were called off by the client; %d asked again, called off before their pods stopped",
-		ok, paused, calledOff))
+	AddReportEntry("20 pauses under traffic", fmt.Sprintf("%d answers, 0 failed; %d of 20 pauses reached Paused, the rest were called off by the client; %d asked again, called off before their pods stopped; Running again at most %s after the doorman's slice appeared",
+		ok, paused, calledOff, slowest.Round(time.Millisecond)))
 }
 
 // logRouting logs, until the spec ends, each change of what callers of
