@@ -47,7 +47,8 @@ demo-remote-test: ## Run make demo in its KUBECONFIG + NAPWAKE_REGISTRY mode aga
 	@$(ROOT)/hack/testbed/demo-remote.sh
 
 .PHONY: test
-test: packages envtest-bins verify test-unit e2e ## Run every test: generated files, unit + envtest suites with -race, then the end-to-end suite.
+test: ## Run every test: lint and generated files, unit + envtest suites with -race, then the end-to-end suite; ends with a table of each step's time and the slowest tests.
+	@$(ROOT)/hack/test.sh
 
 # A test that fails is run once more on its own (gotestsum --rerun-fails;
 # UNIT_RERUNS=0 turns that off); gotestsum's summary names every rerun,
@@ -61,9 +62,10 @@ test-unit: ## Unit and envtest suites of every module, with -race; a failed test
 	echo "[$$(date +%H:%M:%S)] go test $(GOTEST_FLAGS) over $(MODULES) (envtest binaries: $$KUBEBUILDER_ASSETS; a failed test runs again up to $(UNIT_RERUNS) time)"; \
 	mkdir -p $(OUT); rm -f $(OUT)/unit-reruns.txt; \
 	$(BIN)/gotestsum --format standard-quiet --rerun-fails=$(UNIT_RERUNS) --rerun-fails-max-failures=5 \
-	  --rerun-fails-report=$(OUT)/unit-reruns.txt --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
+	  --rerun-fails-report=$(OUT)/unit-reruns.txt --jsonfile $(OUT)/unit.json --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
 	if [ -s $(OUT)/unit-reruns.txt ]; then echo "[$$(date +%H:%M:%S)] tests that failed once and were run again (their first failure is above):"; cat $(OUT)/unit-reruns.txt; fi; \
-	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/
+	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/; \
+	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/
 
 .PHONY: e2e
 e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings it up if needed.
