@@ -136,7 +136,7 @@ generate: ## Regenerate deepcopy and the CRD from apis/ (controller-gen through 
 	@if [ -x $(ROOT)/hack/chart/generate.sh ]; then $(ROOT)/hack/chart/generate.sh; fi
 
 .PHONY: verify
-verify: lint ## Fail when generated files are stale or a component imports another.
+verify: lint ## Fail when generated files are stale, a component imports another, or a package doc names what does not exist.
 	@$(ROOT)/hack/verify.sh
 
 .PHONY: lint

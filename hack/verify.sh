@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fails when a generated file is stale: regenerates into the work tree and
-# asks git whether anything changed.
+# Fails when a generated file is stale (regenerates into the work tree and
+# asks git whether anything changed), or when a package's doc comment names
+# a file or identifier the package does not have (hack/tools/pkgdoc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make --no-print-directory generate >/dev/null
@@ -17,3 +18,8 @@ if [ -n "$(git ls-files --others --exclude-standard -- apis charts deploy)" ]; t
   exit 1
 fi
 echo "generated files: up to date"
+# Every package's doc comment names only files and identifiers that exist.
+mods=()
+for m in $(awk '/^use \(/{u=1;next} u&&/^\)/{u=0} u{print $1}' go.work); do mods+=("$PWD/${m#./}"); done
+GOWORK=off go -C hack/tools run ./pkgdoc "${mods[@]}"
+echo "package docs: every name exists"

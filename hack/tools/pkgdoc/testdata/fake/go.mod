@@ -1,0 +1,3 @@
+module example.com/fake
+
+go 1.26.0
