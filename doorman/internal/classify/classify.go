@@ -3,9 +3,10 @@
 // workload, answer a known probe or health check, refuse a hidden file, send
 // a browser the waking-up page, or wait for more bytes.
 //
-// It is pure: no clock, no I/O. The proxy calls Classify each time more
+// It is pure: no clock, no I/O. The proxy calls ClassifyHead each time more
 // bytes arrive, and once more with final set when no more will come (16 KiB
-// read, silence, or the caller's half-close).
+// read, silence, or the caller's half-close); Classify is the same decision
+// without the request head, for tests and tools.
 //
 // It must not touch a socket or a clock, nor change the bytes it reads: the
 // caller replays them byte-exact.

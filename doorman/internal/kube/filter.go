@@ -1,10 +1,12 @@
 // Package kube is the doorman's thin link to Kubernetes: it watches
 // ManagedWorkloads for routes and wake settings, the routed Services' own
 // EndpointSlices and Pods for Ready endpoints, and writes what the doorman
-// may write: the last-request annotations, events, the turned-away count.
+// may write: the last-request annotations, events, the turned-away count,
+// and its own wake key Secret, read by name and filled once when the chart
+// left it empty (wakekey.go).
 //
-// It must not write anything else: no Secret, no Service, no EndpointSlice,
-// no spec.
+// It must not write anything else: no other Secret, no Service, no
+// EndpointSlice, no spec.
 package kube
 
 import (

@@ -415,10 +415,11 @@ func (s *Server) Shutdown(ctx context.Context) {
 	<-done
 }
 
-// Stop is the shutdown of wake-on-request.md "When a doorman pod stops":
-// notReady at once, full service for serve (15 s: the operator may be
-// restarting and only it moves routes), then no new connections and finish
-// (25 s) for those open to end, after which they are closed.
+// Stop is the shutdown of a doorman pod (docs/design/doorman.md#when-a-doorman-pod-stops):
+// notReady at once, full service for serve (main passes 15 s: the operator
+// may be restarting and only it moves routes), then no new connections and
+// finish (main passes 20 s) for those open to end, after which they are
+// closed.
 func (s *Server) Stop(notReady func(), serve, finish time.Duration) {
 	notReady()
 	t := s.cfg.Clock.NewTimer(serve)
