@@ -28,7 +28,8 @@ const (
 	LearnFromActivity ForecastLearnFrom = "activity"
 )
 
-// ForecastSpec turns on the forecast (design.md section 8).
+// ForecastSpec turns on the forecast
+// (docs/design/schedules-forecast.md#the-forecast).
 type ForecastSpec struct {
 	// AutoResume wakes the workload before the hours people usually come,
 	// and holds it awake through them.

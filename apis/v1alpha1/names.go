@@ -1,7 +1,8 @@
 package v1alpha1
 
-// Labels. Each is part of Napwake's public contract (design.md section 4 and
-// 5); the chart's NetworkPolicies and users' selectors depend on them.
+// Labels. Each is part of Napwake's public contract
+// (docs/design/api.md#the-managedworkload); the chart's NetworkPolicies
+// and users' selectors depend on them.
 const (
 	// LabelEnabled opts a Deployment, StatefulSet or Namespace in: "true".
 	LabelEnabled = "napwake.dev/enabled"
@@ -55,7 +56,8 @@ const (
 	LabelAppVersion = "app.kubernetes.io/version"
 )
 
-// Settings annotations on a workload or its namespace (design.md section 4).
+// Settings annotations on a workload or its namespace
+// (docs/design/api.md#settings-from-annotations).
 const (
 	AnnotationWake          = "napwake.dev/wake"           // "request" | "ask"
 	AnnotationWakePage      = "napwake.dev/wake-page"      // "true" | "false"
@@ -75,7 +77,8 @@ const (
 
 // AnnotationDependentsFrom, on a Namespace, lists the namespaces whose
 // workloads may depend on (and so wake and hold awake) the workloads in it:
-// "preview-42,preview-43", or DependentsFromAny (design.md section 7). A
+// "preview-42,preview-43", or DependentsFromAny
+// (docs/design/dependencies.md#across-namespaces). A
 // workload's own namespace never needs listing.
 const AnnotationDependentsFrom = "napwake.dev/dependents-from"
 
@@ -107,7 +110,7 @@ const (
 	AnnotationPauseRequested = "napwake.dev/pause-requested"
 	// AnnotationKeepAwakeUntil (an RFC 3339 time) keeps the workload awake
 	// until then, whatever else says: nothing pauses it, and a paused one
-	// is woken (design.md section 8).
+	// is woken (docs/design/schedules-forecast.md#overrides).
 	AnnotationKeepAwakeUntil = "napwake.dev/keep-awake-until"
 	// AnnotationPauseUntil (an RFC 3339 time) keeps the workload paused
 	// until then: a running one is paused, and nothing but
@@ -219,7 +222,8 @@ const (
 	ReasonUsageUnavailable  = "UsageUnavailable"
 )
 
-// Reasons of the Dependencies condition (design.md section 7).
+// Reasons of the Dependencies condition
+// (docs/design/dependencies.md#across-namespaces).
 const (
 	// ReasonDependenciesResolved: every declared dependency exists and may be
 	// woken from here.
@@ -259,8 +263,8 @@ const (
 	EventForecastObserved = "ForecastObserved"
 )
 
-// Doorman port range and caps (wake-on-request.md "When a workload isn't
-// routed"; the caps are flags and Helm values).
+// Doorman port range and caps (docs/design/pause-wake.md#ports-holds-and-claims;
+// the caps are flags and Helm values).
 const (
 	DoormanPortMin           = 20000
 	DoormanPortMax           = 29999

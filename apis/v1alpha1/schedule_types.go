@@ -15,8 +15,9 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.matches('^ *(?i)(mon|tue|wed|thu|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday)(-(mon|tue|wed|thu|fri|sat|sun|monday|tuesday|wednesday|thursday|friday|saturday|sunday))? +([01]?[0-9]|2[0-3]):[0-5][0-9]-(([01]?[0-9]|2[0-3]):[0-5][0-9]|24:00) *$')",message="a window is DAYS HH:MM-HH:MM, such as Mon-Fri 08:00-19:00 or Sat 10:00-14:00: days Mon to Sun, hours 00:00 to 24:00"
 type AwakeWindow string
 
-// ScheduleSpec lists the hours a workload is awake by policy (design.md
-// section 8): woken at each window's start and never paused for idleness
+// ScheduleSpec lists the hours a workload is awake by policy
+// (docs/design/schedules-forecast.md#schedules): woken at each window's
+// start and never paused for idleness
 // inside one; outside them the usual rules apply, wake on request included.
 type ScheduleSpec struct {
 	// Awake lists the windows, such as "Mon-Fri 08:00-19:00". Windows that
@@ -48,7 +49,8 @@ func (s *ScheduleSpec) Windows() []string {
 }
 
 // ScheduleStatus says where the schedule and the override annotations
-// stand, as of the operator's last look (design.md section 8).
+// stand, as of the operator's last look
+// (docs/design/schedules-forecast.md#schedules).
 type ScheduleStatus struct {
 	// Awake is true while the time is inside a window.
 	// +optional

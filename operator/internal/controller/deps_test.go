@@ -225,9 +225,10 @@ func TestADependsOnAnnotationWithSpacesAndEmptyItemsStillWakesWhatItNames(t *tes
 	e.add("cache", 0)
 	e.add("db", 0)
 	// What the opt-in reconciler makes of the annotation on a labelled
-	// workload. (An item that is not a name makes the whole value
-	// unreadable, with an InvalidSetting event, as design.md section 4 says
-	// of every unreadable value: package settings tests that.)
+	// workload. (An item that is not a name is left out, with an
+	// InvalidSetting warning, and the others kept, as
+	// docs/design/dependencies.md#unreadable-entries says: package settings
+	// tests that.)
 	spec, warnings := settings.Spec(napwakev1alpha1.KindDeployment, "api",
 		map[string]string{napwakev1alpha1.AnnotationDependsOn: " cache , ,,db ,api,"}, nil, settings.Defaults{IdleAfter: 10 * time.Minute})
 	if len(warnings) != 0 || len(spec.Dependencies) != 3 {

@@ -18,7 +18,8 @@ import (
 	"napwake.dev/operator/internal/forecast"
 )
 
-// The forecast of one workload (design.md section 8), once a reconcile:
+// The forecast of one workload (docs/design/schedules-forecast.md#the-forecast),
+// once a reconcile:
 //
 //   - loadForecast reads status.forecast (a state of the wrong length or
 //     version, an older operator's, is reported with InvalidSetting and

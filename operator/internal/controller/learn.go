@@ -17,7 +17,8 @@ import (
 	"napwake.dev/operator/internal/deps"
 )
 
-// learn records a learned dependency (design.md section 7): the doorman
+// learn records a learned dependency
+// (docs/design/dependencies.md#learned-dependencies): the doorman
 // wrote napwake.dev/last-request-from on this workload (the callee) when a
 // request woke it; if that address was certainly a Running Pod of another
 // managed workload (the caller) at the request's time, the edge caller →

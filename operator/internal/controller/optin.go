@@ -26,7 +26,7 @@ import (
 )
 
 // OptInReconciler manages the ManagedWorkloads of labelled workloads of one
-// kind (design.md section 4): a Deployment or StatefulSet labelled
+// kind (docs/design/api.md#opting-in-by-label): a Deployment or StatefulSet labelled
 // napwake.dev/enabled=true, or in a Namespace so labelled, and not labelled
 // napwake.dev/ignore=true, gets a ManagedWorkload it owns, with its settings
 // from annotations. When it stops being opted in, the ManagedWorkload is

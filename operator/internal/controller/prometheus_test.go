@@ -50,7 +50,8 @@ func (f *fixture) activitySignals() *metav1.Condition {
 }
 
 // A queue worker's query keeps it up while its queue has work, lets it
-// pause once empty, and wakes it when work comes back: design.md section 6.
+// pause once empty, and wakes it when work comes back
+// (docs/design/time.md#the-prometheus-activity-query).
 func TestAPrometheusQueryKeepsAWorkloadUpAndWakesItWhenPaused(t *testing.T) {
 	srv, value := fakePrometheus(t)
 	f := newFixture(t, 2)

@@ -8,7 +8,7 @@
 // the ActivitySignals condition reports of the signals a workload relies on.
 //
 // The cycle is Running → Pausing → Paused → Resuming → Running
-// (design.md section 5):
+// (docs/design/pause-wake.md#the-cycle):
 //
 //   - Running: every activity signal moves lastActivity; pauseAt is
 //     lastActivity + idleAfter. At pauseAt, or on a pause-requested newer
@@ -36,14 +36,14 @@
 // once a reconcile (Input.Routed, Input.Unrouted): both are safe to repeat,
 // so a crash after either only repeats it.
 //
-// Dependents (design.md sections 6 and 7) enter through Input.Dependents:
+// Dependents (docs/design/dependencies.md#holding-awake) enter through Input.Dependents:
 // a dependent's wake that reaches the workload wakes it while Paused or
 // Pausing (source "dependent", the event naming who); a declared dependent
 // that is awake holds a Running workload up (no idle pause, pauseAt
 // cleared); and once released its idle clock counts from the release. The
 // reconciler works these out with package deps.
 //
-// Schedules and overrides (design.md section 8) enter through
+// Schedules and overrides (docs/design/schedules-forecast.md#precedence) enter through
 // Input.Schedule (schedule.go): keep-awake-until, then pause-until (which
 // yields only to wake-requested), then a window of spec.schedule, come
 // before the idle rules. Hooks here: the signal that wakes a Pausing or
@@ -132,11 +132,12 @@ type Input struct {
 	// Running, they are left over from a wake whose route removal failed,
 	// and an Unroute takes them down.
 	RoutesLeft bool
-	// Dependents are what the workload's dependents say (design.md
-	// section 7); the zero value says nothing.
+	// Dependents are what the workload's dependents say
+	// (docs/design/dependencies.md); the zero value says nothing.
 	Dependents Dependents
 	// Schedule is what spec.schedule and the override annotations say
-	// (design.md section 8, schedule.go); the zero value says nothing.
+	// (docs/design/schedules-forecast.md#precedence, schedule.go); the zero
+	// value says nothing.
 	Schedule Schedule
 	// Forecast is what the forecast says (forecast.go); the zero value says
 	// nothing. It ranks below Schedule.
@@ -367,7 +368,7 @@ func pausing(in Input, now time.Time, latest signal) Step {
 // only counts while Running) fired during pause p. Both times are whole
 // seconds (status.pause.startedAt is written so, and parseTime cuts the
 // annotations' fractions to match), so a signal in the pause's own second
-// counts as in it (design.md section 6): a request can only reach the
+// counts as in it (docs/design/time.md#comparing-times): a request can only reach the
 // doorman once the pause has begun, and ignoring it would hold its caller
 // until maxWait for nothing.
 func inPause(latest signal, p *napwakev1alpha1.PauseStatus) bool {

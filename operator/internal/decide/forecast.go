@@ -6,7 +6,8 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// Forecast is what the forecast (design.md section 8) says to a workload's
+// Forecast is what the forecast
+// (docs/design/schedules-forecast.md#the-forecast) says to a workload's
 // cycle. The reconciler asks package forecast and sets only what it acts on
 // (autoResume, pauseEarly, mode Act); the zero value says nothing, and a
 // workload in Observe mode always gets the zero value. In the order of

@@ -12,7 +12,8 @@ import (
 )
 
 // Schedule is what spec.schedule and the override annotations say to the
-// cycle (design.md section 8). The zero value says nothing. Precedence,
+// cycle (docs/design/schedules-forecast.md#precedence). The zero value
+// says nothing. Precedence,
 // highest first: keep-awake-until, pause-until (which yields only to
 // wake-requested), a schedule window, then the idle rules.
 //

@@ -1,5 +1,5 @@
 // Package deps owns the decisions about dependencies between
-// ManagedWorkloads (design.md section 7): who wakes with a workload, who is
+// ManagedWorkloads (docs/design/dependencies.md): who wakes with a workload, who is
 // held awake by whom and since when they are free, which learned edges to
 // keep, which Pod a request came from, and the Dependencies condition that
 // says so. It must not make API calls or read a clock: the reconciler feeds

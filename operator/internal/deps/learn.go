@@ -9,7 +9,8 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// LearnedTTL is how long a learned edge lasts unseen (design.md section 7):
+// LearnedTTL is how long a learned edge lasts unseen
+// (docs/design/dependencies.md#learned-dependencies):
 // a week, so a weekly job's call keeps its edge.
 const LearnedTTL = 7 * 24 * time.Hour
 

@@ -1,6 +1,7 @@
 // Package forecast learns when people use a workload and says when to wake
-// it early, when to hold it awake and when to pause it early (design.md
-// section 8). It is pure: no client and no clock of its own; every method
+// it early, when to hold it awake and when to pause it early
+// (docs/design/schedules-forecast.md#the-forecast). It is pure: no client
+// and no clock of its own; every method
 // takes the time it is asked at, so the operator and the forecast simulator
 // (internal/tools/forecastsim) run the same code on real and replayed time.
 //

@@ -10,7 +10,7 @@ import (
 // Slots is the number of hourly slots of the local week.
 const Slots = civil.HoursPerWeek
 
-// The design's figures (design.md section 8).
+// The design's figures (docs/design/schedules-forecast.md#the-forecasts-decisions).
 const (
 	// BusyShare: a slot at least this busy is "usually busy".
 	BusyShare = 0.5

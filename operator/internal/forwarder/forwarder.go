@@ -1,7 +1,7 @@
 // Package forwarder decides, without a client or a clock, the shape of the
 // NEG forwarder the operator runs beside a paused workload whose Service is
-// in GKE network endpoint groups (wake-on-request.md "GKE container-native
-// load balancing (NEGs)", "What it runs"): the Deployment
+// in GKE network endpoint groups
+// (docs/design/doorman.md#the-neg-forwarder): the Deployment
 // napwake-forwarder-<workload>, which ports it relays to which doorman
 // ports, which of its pods stand in as endpoints, and why none is Ready.
 //

@@ -1,5 +1,7 @@
 // Package idlelevel learns a workload's own idle level for the default
-// activity signal (design.md section 6): the CPU its busiest pod uses when
+// activity signal
+// (docs/design/time.md#the-default-signal-cpu-against-the-idle-level):
+// the CPU its busiest pod uses when
 // nobody calls it, so that a JVM idling at 30m and a Go server idling at 1m
 // are both "busy" only when they rise clearly above that, not above one
 // fixed number.

@@ -1,7 +1,9 @@
-// Package metrics defines the operator's Prometheus metrics (design.md
-// section 11): workloads by phase, pauses by reason, wakes by source, resume
+// Package metrics defines the operator's Prometheus metrics
+// (docs/design/components.md#metrics): workloads by phase, pauses by
+// reason, wakes by source, resume
 // duration from wake to Ready, the replica-seconds pauses saved, and the
-// forecast's figures (design.md section 8). Labels are bounded: phases,
+// forecast's figures (docs/design/schedules-forecast.md#its-figures).
+// Labels are bounded: phases,
 // pause reasons, forecast modes and activity sources are fixed sets.
 //
 // It must not register into a global registry by itself, nor take an

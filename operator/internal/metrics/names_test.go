@@ -10,8 +10,9 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// TestMetricsAreNamedAsDesigned holds the names and labels design.md
-// section 11 and the chart's dashboard and alerts read.
+// TestMetricsAreNamedAsDesigned holds the names and labels
+// docs/design/components.md#metrics gives and the chart's dashboard and
+// alerts read.
 func TestMetricsAreNamedAsDesigned(t *testing.T) {
 	m := New()
 	for _, tc := range []struct {

@@ -1,5 +1,6 @@
 // Package promquery evaluates the Prometheus activity queries of
-// spec.activity.prometheus (design.md section 6) through the instant-query
+// spec.activity.prometheus
+// (docs/design/time.md#the-prometheus-activity-query) through the instant-query
 // API, as Prometheus, Thanos, Mimir and VictoriaMetrics serve it: a value
 // above zero is activity. Client asks; Cache keeps each query's answer for
 // Reuse, timed by an injected clock. It knows queries, not workloads: it

@@ -1,6 +1,6 @@
 // Package routing is the operator's routing shell: it leads a paused
-// workload's Services to the doorman and keeps them there (wake-on-request.md
-// "How it works", "When a workload isn't routed"; design.md section 5).
+// workload's Services to the doorman and keeps them there
+// (docs/design/pause-wake.md#routing-a-service; docs/architecture.md#a-pause).
 //
 // The decisions are pure and live in sub-packages: plan (which Service ports
 // are routed and what the WakeOnRequest condition says), ports (the doorman

@@ -23,8 +23,8 @@ import (
 	"napwake.dev/operator/internal/routing/plan"
 )
 
-// The NEG forwarder (wake-on-request.md "GKE container-native load
-// balancing (NEGs)"): while a workload with a Service in NEGs is paused,
+// The NEG forwarder (docs/design/pause-wake.md#forwarded-slices): while
+// a workload with a Service in NEGs is paused,
 // Route runs napwake-forwarder-<workload> beside it and leads that
 // Service's slices to its Ready pods; once the workload is awake, or the
 // forwarder is no longer needed, the Deployment is marked with the time it

@@ -148,7 +148,7 @@ func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheD
 			f.g.Expect(err).NotTo(HaveOccurred())
 			f.g.Expect(s.Labels).To(HaveKeyWithValue("napwake.dev/forwarded", "true"))
 			f.g.Expect(endpointIPs(s)).To(Equal([]string{"10.2.0.1", "10.2.0.2"}))
-			f.g.Expect(s.Endpoints[0].TargetRef).To(BeNil(), "no endpoint carries a targetRef (design.md section 5)")
+			f.g.Expect(s.Endpoints[0].TargetRef).To(BeNil(), "no endpoint carries a targetRef (docs/design/pause-wake.md#the-doormans-endpointslices)")
 			f.g.Expect(*s.Ports[0].Name).To(Equal("http"))
 			f.g.Expect(*s.Ports[0].Port).To(Equal(int32(8080)))
 			other, err := f.slice("internal-napwake-ipv4")

@@ -9,7 +9,8 @@ import (
 
 // The per-workload locks serialise each workload's calls and are gone
 // once nobody holds or waits for them: a map of every workload ever routed
-// would grow with each one deleted (issue 20, item 13).
+// would grow with each one deleted
+// (docs/design/faults.md#nothing-outlives-its-object).
 func TestPerWorkloadLocksSerialiseAndLeaveNothingBehind(t *testing.T) {
 	r := &Router{locks: map[types.NamespacedName]*keyLock{}}
 	keys := []types.NamespacedName{{Namespace: "a", Name: "x"}, {Namespace: "a", Name: "y"}, {Namespace: "b", Name: "x"}}

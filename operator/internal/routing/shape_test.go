@@ -9,8 +9,9 @@ import (
 )
 
 // TestSlicesKeepTheIngressShapeThroughTheAPIServer: the doorman's slices,
-// as the API server stores them, keep design.md section 5's shape that
-// ingress controllers need: explicit ready/serving/terminating, every port
+// as the API server stores them, keep the shape ingress controllers need
+// (docs/design/pause-wake.md#the-doormans-endpointslices): explicit
+// ready/serving/terminating, every port
 // named (an unnamed Service port as name "", not dropped to nil) with
 // protocol TCP, and no targetRef, though the doorman pods' slices carry one.
 func TestSlicesKeepTheIngressShapeThroughTheAPIServer(t *testing.T) {

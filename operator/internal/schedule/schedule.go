@@ -1,7 +1,7 @@
 // Package schedule reads when a workload is to be awake by policy: the
 // windows of spec.schedule.awake (or the napwake.dev/awake-hours annotation)
 // in an IANA zone, and the override annotations napwake.dev/keep-awake-until
-// and napwake.dev/pause-until (design.md section 8).
+// and napwake.dev/pause-until (docs/design/schedules-forecast.md#schedules).
 //
 // It is pure: no client and no clock; every question takes the time it is
 // asked at. It does not decide what to do about a window (the reconciler

@@ -1,5 +1,6 @@
 // Package settings turns the napwake.dev/* annotations of a labelled workload
-// and its namespace into a ManagedWorkloadSpec (design.md section 4). It is
+// and its namespace into a ManagedWorkloadSpec
+// (docs/design/api.md#settings-from-annotations). It is
 // pure: no client, no clock.
 //
 // Precedence: the workload's annotation, else its namespace's, else the
@@ -186,7 +187,8 @@ func (p *parser) query() string {
 
 // dependencies reads "postgres,cache" or "ns/name" entries. An entry that
 // is not a name is left out and said so in a warning, and the others are
-// kept: a typo never stops the rest of the environment waking (issue 16).
+// kept: a typo never stops the rest of the environment waking
+// (docs/design/dependencies.md#unreadable-entries).
 // A value with no readable entry at all falls back to the next layer, as
 // any unreadable value does; a value with no entries says "none".
 func (p *parser) dependencies() []napwakev1alpha1.DependencyRef {

@@ -1,5 +1,6 @@
 // Package epslice builds the EndpointSlices that lead a paused workload's
-// Services to the doorman (design.md section 5): one per IP family per
+// Services to the doorman
+// (docs/design/pause-wake.md#the-doormans-endpointslices): one per IP family per
 // Service, named <service>-napwake-ipv4 / -ipv6, endpoints the Ready doorman
 // pods' addresses of that family, ports named like the Service's ports with
 // the doorman's port numbers. It is pure: no client.
@@ -164,7 +165,8 @@ func BuildAll(namespace, workload string, routes []napwakev1alpha1.Route, uids m
 
 // Endpoints returns one Ready endpoint per doorman address of the family,
 // sorted by address so equal sets compare equal. The shape follows what
-// ingress controllers need (design.md section 5): ready, serving and
+// ingress controllers need
+// (docs/design/pause-wake.md#the-doormans-endpointslices): ready, serving and
 // terminating are set explicitly (Traefik reads only serving, others only
 // ready), and no endpoint carries a targetRef: the doorman pods live in
 // another namespace than the slice, and controllers that look a targetRef

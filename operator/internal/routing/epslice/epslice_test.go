@@ -27,7 +27,7 @@ func TestBuild(t *testing.T) {
 		{Service: "legacy", PortName: "", Port: 8080, DoormanPort: 20019, IPFamilies: []napwakev1alpha1.IPFamily{v4}},
 	}
 
-	t.Run("one slice per IP family per Service, named, labelled and owned as design.md says", func(t *testing.T) {
+	t.Run("one slice per IP family per Service, named, labelled and owned as docs/design/pause-wake.md says", func(t *testing.T) {
 		got := BuildAll("preview-42", "api-mw", routes, map[string]types.UID{"api": "uid-1"}, doormen)
 		names := []string{}
 		for _, s := range got {

@@ -9,8 +9,9 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// TestSliceShapeForIngressControllers checks each of design.md section 5's
-// shape rules on every endpoint and port of the slices Build writes.
+// TestSliceShapeForIngressControllers checks each of the shape rules of
+// docs/design/pause-wake.md#the-doormans-endpointslices on every endpoint
+// and port of the slices Build writes.
 func TestSliceShapeForIngressControllers(t *testing.T) {
 	doormen := []Doorman{
 		{IP: "10.0.0.1", Family: v4, PodName: "doorman-a", PodNS: "napwake-system", NodeName: "n1"},

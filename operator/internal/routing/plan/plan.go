@@ -1,7 +1,7 @@
 // Package plan decides, without a client or a clock, which Service ports of a
 // paused workload are routed to the doorman, and what the WakeOnRequest
-// condition says about it (wake-on-request.md, "When a workload isn't
-// routed"). The routing shell gathers the inputs from the API server and acts
+// condition says about it (docs/design/pause-wake.md#routing-a-service).
+// The routing shell gathers the inputs from the API server and acts
 // on the decision.
 //
 // It must not read the cluster or the clock: the Router gathers its input.
