@@ -2,7 +2,7 @@
 // first connection, wakes the workload, and passes the connection through
 // once a pod is Ready.
 //
-// Shutdown order (wake-on-request.md "When a doorman pod stops"):
+// Shutdown order (docs/design/doorman.md#when-a-doorman-pod-stops):
 //  1. SIGTERM: /readyz fails at once, so the operator moves routes away.
 //  2. 15 s of full service: the operator may be restarting too.
 //  3. Listeners close; open connections get 20 s to finish, then close.
@@ -53,7 +53,8 @@ import (
 	"napwake.dev/shared/version"
 )
 
-// Shutdown periods, from wake-on-request.md; variables only so the test
+// Shutdown periods, from docs/design/doorman.md#when-a-doorman-pod-stops;
+// variables only so the test
 // of main can shorten them. The spec's 25 seconds after the 15 are the
 // connections' 20 and the last bookkeeping's 5 at most (the turned-away
 // flush, kube.FinalFlush, and the HTTP servers' second), so the pod exits

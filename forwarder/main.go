@@ -3,8 +3,8 @@
 // workload's namespace, where GKE accepts its pods as endpoints, and it
 // passes every connection, bytes untouched, to the doorman.
 //
-// Shutdown, like the doorman's (wake-on-request.md "When a doorman pod
-// stops"): on SIGTERM /readyz fails at once, so the endpoints move away;
+// Shutdown, like the doorman's (docs/design/doorman.md#the-neg-forwarder):
+// on SIGTERM /readyz fails at once, so the endpoints move away;
 // it serves fully for 15 s more, then closes its listeners and gives open
 // connections 25 s to finish before closing them. The operator's Deployment
 // gives it 45 s (terminationGracePeriodSeconds) after a 5 s preStop sleep.

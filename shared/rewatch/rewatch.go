@@ -4,8 +4,9 @@
 // A client-go reflector whose list or watch fails waits before it tries
 // again, doubling the wait from 0.8 s up to 30 s and adding up to as much
 // again of jitter: after a 30-second outage its next try can be a minute
-// away, and until then the cache sees nothing (issue 20: every workload must
-// wake within 10 s of the API server's return). The informer cannot be
+// away, and until then the cache sees nothing, yet every workload must
+// wake within 10 s of the API server's return
+// (docs/design/faults.md#the-api-server-away). The informer cannot be
 // given another back-off, but its ListerWatcher can be wrapped: Wrap retries
 // a list or watch that failed for want of the API server itself, every
 // RetryMax at most, so the reflector's own back-off is never reached for an

@@ -1,4 +1,5 @@
-// Package addr holds the doorman's dial rules (design.md section 12): the
+// Package addr holds the doorman's dial rules
+// (docs/design/security.md#dial-rules): the
 // addresses it may never connect to, whatever spelling they come in.
 //
 // An address is refused when it, or any IPv4 address embedded in it

@@ -1,6 +1,6 @@
 // Package ask decides, for a paused workload with wake.mode Ask, what a
 // request gets: the asleep page, a wake, one of the page's refusals, or the
-// 503 (wake-on-request.md, "Asking before waking"; design.md section 13).
+// 503 (docs/design/ask.md).
 // It owns the Wake it token, the wake key ring and the reading of the
 // button's form. It is pure: no sockets, no client, no clock of its own,
 // no randomness but the reader it is given. It renders nothing (package

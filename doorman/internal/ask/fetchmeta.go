@@ -7,15 +7,15 @@ import (
 )
 
 // fromPage judges whether the browser says the click came from the page
-// (wake-on-request.md, "Where / The browser says so with"). It returns Wake
+// (docs/design/ask.md#telling-a-click-from-a-robot). It returns Wake
 // when it does, else the kind and the rule that refused it.
 //
 // Sec-Fetch-Site decides whenever it is there, since only a browser's own
 // knowledge of where the click began is behind it: it holds behind a proxy
 // that rewrites Host, where Origin and Host differ. Without it (no browser
 // sends fetch metadata over plain HTTP; Firefox 70 to 89 sent Origin
-// without it over HTTPS too, design.md section 13) the Origin must be the
-// page's address.
+// without it over HTTPS too; see docs/design/ask.md#telling-a-click-from-a-robot)
+// the Origin must be the page's address.
 func fromPage(r *classify.Request) (Kind, string) {
 	if r.SecFetchSite != "" {
 		switch {

@@ -9,13 +9,13 @@ import (
 // previous key. Each pod reads the Secret at least once a minute, so by then
 // every pod verifies the new key, and no click reaches a pod that does not
 // know the key of its token. It is also the "within a minute" in which each
-// pod starts using the new key (design.md section 13).
+// pod starts using the new key (docs/design/ask.md#the-wake-key).
 const SignDelay = time.Minute
 
 // Overlap is how long a pod keeps accepting a key after its last token
 // signed with it: the token's 10 minutes plus a minute of clock skew
-// between pods (design.md section 13: "the previous key for 11 minutes
-// after a switch").
+// between pods (docs/design/ask.md#the-wake-key: "the previous key for 11
+// minutes after a switch").
 const Overlap = TokenLife + time.Minute
 
 // maxOld bounds the keys a ring accepts besides its current one: its own

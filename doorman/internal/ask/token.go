@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// TokenLife is how long a Wake it button is good for (wake-on-request.md,
-// "The button's token": 10 minutes); the page reloads every minute, so a
+// TokenLife is how long a Wake it button is good for
+// (docs/design/ask.md#the-wake-it-token: 10 minutes); the page reloads every minute, so a
 // page whose reloads work always carries a fresh one.
 const TokenLife = 10 * time.Minute
 

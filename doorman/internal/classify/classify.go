@@ -74,8 +74,8 @@ func (k Kind) Answered() bool { return k != NeedMore && k != Hold }
 func (k Kind) TurnedAway() bool { return k == HiddenFile || k == Asleep || k == Refuse }
 
 // BuiltinAgents are the User-Agent prefixes the doorman knows as probes,
-// scrapers and uptime monitors (wake-on-request.md, "The User-Agents the
-// doorman knows").
+// scrapers and uptime monitors
+// (docs/design/doorman.md#the-user-agents-the-doorman-knows).
 var BuiltinAgents = []string{
 	"kube-probe/", "Prometheus/", "Blackbox Exporter/", "vm_promscrape",
 	"GrafanaAgent/", "Alloy/", "OpenTelemetry Collector", "otelcol",

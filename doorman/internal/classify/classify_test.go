@@ -96,7 +96,7 @@ func TestClassify(t *testing.T) {
 		{"in Ask mode GoogleHC still gets 200", req("GET", "/", ua("GoogleHC/1.0")), false, ask, GoogleHC},
 		{"in Ask mode TLS is closed with nothing sent", tlsHello, false, ask, Refuse},
 		{"in Ask mode silence is closed with nothing sent", "", true, ask, Refuse},
-		// Bad input (testbed.md section 7).
+		// Bad input (docs/design/doorman.md#bad-input).
 		{"one byte of a method waits for more", "G", false, request, NeedMore},
 		{"one byte then silence is held", "G", true, request, Hold},
 		{"a request line without its end waits", "GET /index.html HT", false, request, NeedMore},

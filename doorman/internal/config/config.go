@@ -1,4 +1,5 @@
-// Package config holds the doorman's flags (contracts.md "Doorman flags")
+// Package config holds the doorman's flags
+// (docs/helm-values.md#operator-and-doorman-flags)
 // and the downward-API environment, with defaults and validation.
 //
 // It must not read the cluster: flags, the downward API and their validation

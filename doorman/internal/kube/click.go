@@ -23,7 +23,8 @@ import (
 const clickAttempts = 3
 
 // Click stamps a click on Wake it as w's wake request, at most once a
-// minute whichever doorman pod the click reaches (design.md section 13):
+// minute whichever doorman pod the click reaches
+// (docs/design/ask.md#one-wake-a-minute):
 // it reads the ManagedWorkload from the API server, not the informer cache,
 // answers false when its napwake.dev/last-request is within
 // ask.ClickInterval, and otherwise patches last-request and
@@ -65,7 +66,7 @@ func (h *Hooks) stampRequest(ctx context.Context, w proxy.Workload, from netip.A
 		if mw.Annotations == nil {
 			mw.Annotations = map[string]string{}
 		}
-		// Sub-second precision (design.md section 6): the operator compares
+		// Sub-second precision (docs/design/time.md#comparing-times): the operator compares
 		// it with the pause's start at the precision both carry.
 		mw.Annotations[napwakev1alpha1.AnnotationLastRequest] = now.UTC().Format(time.RFC3339Nano)
 		mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom] = from.String()

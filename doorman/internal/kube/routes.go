@@ -9,7 +9,7 @@ import (
 )
 
 // Conflict is one doorman port claimed for more than one Service port
-// (design.md section 12): two tenants' ManagedWorkloads, a status written
+// (docs/design/security.md#route-conflicts): two tenants' ManagedWorkloads, a status written
 // by someone else, or two operator leaders overlapping. The doorman serves
 // neither side; the operator, which alone allocates ports, repairs it.
 type Conflict struct {

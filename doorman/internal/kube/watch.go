@@ -110,7 +110,8 @@ func NewWatcher(c cache.Cache, table *proxy.Table, sink RouteSink, rules addr.Ru
 
 // Synced is closed once the watcher has set the routes of every
 // ManagedWorkload it saw at start, and the doorman listens on each of
-// their ports: a doorman is Ready only then (design.md section 12), or a
+// their ports: a doorman is Ready only then
+// (docs/design/security.md#a-doorman-is-ready-only-when-it-listens), or a
 // pod added to the slices would refuse connections until it caught up.
 func (w *Watcher) Synced() <-chan struct{} { return w.synced }
 

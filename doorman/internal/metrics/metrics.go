@@ -1,5 +1,5 @@
 // Package metrics holds the doorman's Prometheus metrics in a registry of
-// its own (design.md section 11). Labels are bounded: results and cap names,
+// its own (docs/design/components.md#metrics). Labels are bounded: results and cap names,
 // never an address, path or workload.
 package metrics
 

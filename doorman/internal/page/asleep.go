@@ -29,7 +29,8 @@ const asleepStyle = `body{margin:0;min-height:100vh;display:flex;align-items:cen
 // asleepScript is the page's only script. It marks the button as pressed
 // so a second press does not post again (and get the 429), and undoes that
 // when the browser shows the page again from its history. It never
-// submits the form: only a person's press does (design.md section 13).
+// submits the form: only a person's press does
+// (docs/design/ask.md#telling-a-click-from-a-robot).
 const asleepScript = `var b=document.querySelector("button");b.form.onsubmit=function(){b.disabled=true;b.textContent="Waking\u2026"};onpageshow=function(){b.disabled=false;b.textContent="Wake it"}`
 
 // AsleepCSP is the asleep page's Content-Security-Policy: its own style and

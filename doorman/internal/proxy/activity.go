@@ -15,7 +15,8 @@ import (
 const ActivityEvery = 30 * time.Second
 
 // passingActivity counts the connections passing through to each
-// workload, so they count as its activity (design.md section 6:
+// workload, so they count as its activity
+// (docs/design/time.md#connections-passing-through-are-activity:
 // connections the doorman passes through during a wake, its linger and
 // its drain are activity too).
 type passingActivity struct {

@@ -9,8 +9,9 @@ import (
 	"napwake.dev/doorman/internal/classify"
 )
 
-// TestBadInputIsHeldAndReplayedByteExact is the checklist of testbed.md
-// section 7 over real sockets: whatever is not answered reaches the pod
+// TestBadInputIsHeldAndReplayedByteExact is the checklist of
+// docs/design/doorman.md#bad-input over real sockets: whatever is not
+// answered reaches the pod
 // byte-exact once it is Ready, and nothing panics.
 func TestBadInputIsHeldAndReplayedByteExact(t *testing.T) {
 	cases := map[string]string{

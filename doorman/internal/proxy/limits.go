@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Limits are the caps of wake-on-request.md "Limits". Defaults() gives the
+// Limits are the caps of docs/design/doorman.md#limits. Defaults() gives the
 // documented values; tests use small ones.
 type Limits struct {
 	// Held connections per doorman pod, per workload, per source IP, per

@@ -44,7 +44,7 @@ const failLogBurst = 5
 // browser shown the waking-up page, a click) goes on being retried after
 // its connection is gone: its page reloads within seconds and each reload
 // wakes too, but a wake the API server refused must not end with the one
-// try it had (issue 20, item 3).
+// try it had (docs/design/doorman.md#one-wake-per-pause).
 const answeredWakeFor = time.Minute
 
 // patchTimeout bounds one wake patch: an API server that accepts the

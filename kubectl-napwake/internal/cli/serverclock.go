@@ -9,7 +9,8 @@ import (
 // serverClock reads the API server's clock from the Date header of its
 // answers, so what wake and pause stamp is the cluster's time, not the
 // laptop's: a laptop a few minutes slow would otherwise stamp a time before
-// the pause began, and nothing would happen (design.md section 6).
+// the pause began, and nothing would happen
+// (docs/design/time.md#clocks-that-are-off).
 type serverClock struct {
 	mu sync.Mutex
 	// date is the latest Date header; seen is when it arrived, on this

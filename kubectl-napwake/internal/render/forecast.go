@@ -15,7 +15,8 @@ import (
 // hoursPerWeek is the forecast's length: 7 days of 24 hours, Monday 00:00 first.
 const hoursPerWeek = napwakev1alpha1.ForecastSlots
 
-// The forecast's thresholds (design.md section 8).
+// The forecast's thresholds
+// (docs/design/schedules-forecast.md#the-forecasts-decisions).
 const (
 	busyShare  = 0.5
 	quietShare = 0.05
