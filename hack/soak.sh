@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the soak (issue 20, "Soak"; docs/bench/soak.md) against the local
+# Runs the soak (docs/design/faults.md#the-soak; docs/bench/soak.md) against the local
 # test bed `make soak` brought up: loads the images `make images` built and
 # the sample app's, installs Napwake with its Helm chart as `make e2e` does,
 # and runs the driver (e2e/cmd/soak) inside the node's network namespace for

@@ -9,8 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// napwakeMetrics are the metric names the components export (design.md
-// section 11; each component's own test asserts it exports them).
+// napwakeMetrics are the metric names the components export
+// (docs/design/components.md#metrics; each component's own test asserts it
+// exports them).
 var napwakeMetrics = []string{
 	"napwake_operator_workloads", "napwake_operator_pauses_total", "napwake_operator_wakes_total",
 	"napwake_operator_resume_duration_seconds_bucket", "napwake_operator_paused_replica_seconds_total",

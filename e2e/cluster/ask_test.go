@@ -21,7 +21,7 @@ import (
 	"napwake.dev/e2e/framework"
 )
 
-// Asking before waking (wake-on-request.md), in a real browser: Debian's
+// Asking before waking (docs/design/ask.md; for users, docs/ask.md), in a real browser: Debian's
 // Chromium, driven over the DevTools protocol from inside the node's
 // network namespace, opens a paused workload that asks, sees the asleep
 // page, presses Wake it and lands on the app. Over plain HTTP the click is

@@ -18,8 +18,8 @@ import (
 	"napwake.dev/e2e/framework"
 )
 
-// The faults a production cluster brings, on the real parts (issue 20,
-// "Proof on real parts"). The specs of one container run in the order
+// The faults a production cluster brings, on the real parts
+// (docs/design/faults.md#proof-on-real-parts). The specs of one container run in the order
 // written: the one after the API server's outage shows the cluster healthy.
 var _ = Describe("Napwake under faults", Serial, func() {
 	BeforeEach(requireNapwake)

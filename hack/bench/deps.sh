@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks dependencies (issue 16): the in-memory graph of 2,000
+# Benchmarks dependencies (docs/bench/deps.md): the in-memory graph of 2,000
 # ManagedWorkloads with 4 edges each (package deps: plan a wake of 20, ask
 # a hold, ask whether a dependent's wake reached a paused member, one
 # informer event, building it all), and, against the real API server

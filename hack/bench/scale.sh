@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks the doorman at scale (issue 20): the doorman, as a process of
+# Benchmarks the doorman at scale (docs/bench/scale.md): the doorman, as a process of
 # its own against the real API server (envtest), with 10 routed ports and
 # with the whole range (10,000): time to Ready, resident memory, goroutines,
 # and the time from one more route's status write to its port accepting.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes cluster on this machine, inside a network
-# namespace of its own (see shared testbed notes and docs/testbed.md):
+# namespace of its own (see docs/development.md#the-local-cluster):
 #
 #   hack/testbed/cluster.sh up       build what is missing, start everything, wait for the node
 #   hack/testbed/cluster.sh down     stop everything it started, remove mounts, namespaces, cgroups, state

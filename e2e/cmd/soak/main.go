@@ -1,4 +1,5 @@
-// Command soak is `make soak`'s driver (issue 20, "Soak"): on a cluster with
+// Command soak is `make soak`'s driver (docs/design/faults.md#the-soak; its
+// bounds: docs/bench/soak.md): on a cluster with
 // Napwake installed it runs opted-in sample apps through pauses, wakes by
 // many held requests at once, doorman pod restarts and the route moves they
 // bring, for a duration; every 30 s it samples the operator's and each

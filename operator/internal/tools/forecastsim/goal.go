@@ -12,8 +12,8 @@ import (
 	"napwake.dev/operator/internal/tools/forecastsim/devhours"
 )
 
-// Issue 18's goal, against idle-only with the default 30-minute idleAfter,
-// scored on weeks 5 to 8.
+// The goal (docs/bench/forecast.md#method), against idle-only with the
+// default 30-minute idleAfter, scored on weeks 5 to 8.
 const (
 	goalScoreWeek      = 5
 	goalColdStartCut   = 0.60 // at least
@@ -23,7 +23,8 @@ const (
 	goalEarlySaved     = 60   // awake minutes pauseEarly saves per extra cold start, at least
 )
 
-// Goal is issue 18's figures for one run (or a sum of runs).
+// Goal is the figures the goal (docs/bench/forecast.md#method) is judged on,
+// for one run (or a sum of runs).
 type Goal struct {
 	IdleOnly, Schedule, Forecast, PauseEarly Counts
 }
@@ -103,8 +104,8 @@ func goalRun(seed uint64) (Goal, error) {
 	return goalOf(rep), nil
 }
 
-// runGoal prints issue 18's goal table for seeds (1-5 by default) in
-// Markdown, and fails when a goal is missed.
+// runGoal prints the goal table (docs/bench/forecast.md#results) for seeds
+// (1-5 by default) in Markdown, and fails when a goal is missed.
 func runGoal(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("forecastsim goal", flag.ContinueOnError)
 	seeds := fs.String("seeds", "1-5", "seeds, as a range")

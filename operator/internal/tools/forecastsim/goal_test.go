@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// knownMisses are the goals of issue 18 the forecast does not meet on
+// knownMisses are the goals the forecast does not meet on
 // napwake-devhours-v1 (docs/bench/forecast.md says by how much). The test
 // fails when one of them is met (take it off and update the page) and when
 // any other is missed.

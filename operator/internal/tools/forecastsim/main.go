@@ -2,12 +2,12 @@
 // robots' events under each wake policy (idle-only, a fixed schedule, the
 // forecast observing, acting, and acting with pauseEarly) and prints one
 // JSON object of cold starts people saw, awake minutes, forecast wakes and
-// early pauses, keyed by policy (issue 18). It calls the same forecast and
+// early pauses, keyed by policy (docs/bench/forecast.md#method). It calls the same forecast and
 // schedule packages the operator does, so it measures the code that runs.
 //
 //	forecastsim -envs environments.csv -events events.csv [-score-from-week N] [-wakes wakes.csv]
 //	forecastsim gen -seed 1 -dir out/              (the napwake-devhours-v1 trace)
-//	forecastsim goal -seeds 1-5                    (issue 18's goal table, in Markdown)
+//	forecastsim goal -seeds 1-5                    (the goal table of docs/bench/forecast.md#results, in Markdown)
 //
 // An environment whose auto_resume (pause_early) column is false stays on the
 // idle rules in the policies that would pre-wake and hold (pause early), as

@@ -36,7 +36,8 @@ func wed(events ...string) string {
 	return b.String()
 }
 
-// TestIdleOnly checks each rule of idle-only (issue 18) on a tiny trace.
+// TestIdleOnly checks each rule of idle-only (docs/bench/forecast.md#method)
+// on a tiny trace.
 func TestIdleOnly(t *testing.T) {
 	const a = "a,UTC,60,30m,Request,true,true\n"
 	for _, tc := range []struct {

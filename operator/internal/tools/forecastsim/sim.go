@@ -69,8 +69,8 @@ type Wake struct {
 	Time time.Time
 }
 
-// replay is one environment under one policy: the idle rules of issue 18,
-// and what the policy adds to them.
+// replay is one environment under one policy: the idle rules
+// (docs/bench/forecast.md#method), and what the policy adds to them.
 type replay struct {
 	e         *Env
 	p         Policy

@@ -17,7 +17,7 @@ import (
 	"napwake.dev/operator/internal/schedule"
 )
 
-// The trace format (issue 18), exactly.
+// The trace format (docs/bench/forecast.md#method), exactly.
 var (
 	envHeader   = []string{"environment", "timezone", "resume_seconds", "idle_after", "wake_mode", "auto_resume", "pause_early"}
 	eventHeader = []string{"environment", "time", "kind"}
