@@ -42,21 +42,37 @@ func (h *harness) addRoute(name string) Route { return h.addRoutes(name)[0] }
 func (h *harness) addRoutes(names ...string) []Route {
 	h.t.Helper()
 	var rs []Route
-	used := map[int]bool{h.port: true}
 	for _, name := range names {
 		w := h.route.Workload
 		w.Name = name
-		port := testnet.FreePort(h.t)
-		for used[port] { // a port free a moment ago may come up twice
-			port = testnet.FreePort(h.t)
-		}
-		used[port] = true
-		rs = append(rs, Route{DoormanPort: port, Service: name, PortName: "http", Port: 80, Workload: w})
+		rs = append(rs, h.newRoute(w, name, "http"))
 	}
+	h.serve(rs...)
+	return rs
+}
+
+// newRoute is a route to w through its Service's port portName, on a
+// doorman port no other route of the harness has (a port free a moment
+// ago may come up twice).
+func (h *harness) newRoute(w Workload, service, portName string) Route {
+	h.t.Helper()
+	if h.ports == nil {
+		h.ports = map[int]bool{h.port: true}
+	}
+	port := testnet.FreePort(h.t)
+	for h.ports[port] {
+		port = testnet.FreePort(h.t)
+	}
+	h.ports[port] = true
+	return Route{DoormanPort: port, Service: service, PortName: portName, Port: 80, Workload: w}
+}
+
+// serve serves the harness' route and rs.
+func (h *harness) serve(rs ...Route) {
+	h.t.Helper()
 	if failed := h.srv.SetRoutes(append([]Route{h.route}, rs...)); len(failed) > 0 {
 		h.t.Fatal(failed)
 	}
-	return rs
 }
 
 func (h *harness) dialPort(port int, src string) *net.TCPConn {

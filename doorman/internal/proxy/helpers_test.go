@@ -233,6 +233,7 @@ type harness struct {
 	m     *metrics.Metrics
 	route Route
 	port  int
+	ports map[int]bool // doorman ports of routes added (newRoute)
 }
 
 func testConfig() Config {
