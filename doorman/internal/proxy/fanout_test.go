@@ -412,3 +412,34 @@ func TestAPodThatReadsSlowlyHoldsUpNoOtherTenant(t *testing.T) {
 	}
 	waitWithin(t, 2*time.Second, "the replays to end with their callers", func() bool { return h.held() == 0 })
 }
+
+// A replay to a pod that reads too slowly to take it within the caller's
+// maxWait ends there: the caller is not served, and told so as any caller
+// held past maxWait is.
+func TestAReplayEndsAtTheCallersMaxWait(t *testing.T) {
+	const upload = 256 << 10
+	cfg := testConfig()
+	cfg.Dial = dialPodNetwork(cfg.DialTimeout)
+	w := testWorkload()
+	w.Phase = "Resuming"
+	w.MaxWait = time.Second
+	h := newHarness(t, cfg, w)
+	c := h.dial()
+	start := time.Now()
+	go func() { _, _ = c.Write(bytes.Repeat([]byte("u"), upload)) }()
+	wait(t, "the upload held", func() bool {
+		h.srv.caps.mu.Lock()
+		defer h.srv.caps.mu.Unlock()
+		return h.srv.caps.bytesFree == cfg.Limits.TotalBytes-(upload-cfg.Limits.FreeBytes)
+	})
+	ap, accepted := slowPod(t)
+	h.table.SetEndpoints(h.route.Key(), []netip.AddrPort{ap})
+	wait(t, "the replay under way", func() bool { return accepted() == 1 })
+	if got := readAll(t, c); len(got) != 0 {
+		t.Fatalf("the caller got %q, want nothing", got)
+	}
+	if d := time.Since(start); d > w.MaxWait+time.Second {
+		t.Fatalf("the caller was let go %v after it came, its maxWait %v", d, w.MaxWait)
+	}
+	wait(t, "the caller reported not served", func() bool { _, _, n := h.rec.counts(); return n == 1 })
+}
