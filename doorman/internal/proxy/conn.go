@@ -355,9 +355,10 @@ func (c *conn) pass(eps []netip.AddrPort) error {
 }
 
 // passContext is what passing the connection on waits under: the doorman's
-// context, the caller's leaving, which a goroutine asks the socket about
-// every leftCheck (nothing reads the caller meanwhile), and for a held
-// caller its maxWait (one passed straight on has only the dial timeout).
+// context, the caller's leaving, which a timer asks the socket about every
+// leftCheck (nothing reads the caller meanwhile; a connect that is quick
+// starts no goroutine), and for a held caller its maxWait (one passed
+// straight on has only the dial timeout).
 func (c *conn) passContext() (context.Context, context.CancelFunc) {
 	s := c.srv
 	var ctx context.Context
@@ -367,22 +368,27 @@ func (c *conn) passContext() (context.Context, context.CancelFunc) {
 	} else {
 		ctx, cancel = context.WithCancel(s.ctx)
 	}
-	go func() {
-		t := time.NewTicker(leftCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if c.gone() != nil {
-					cancel()
-					return
-				}
-			}
+	var mu sync.Mutex
+	var check *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	check = time.AfterFunc(leftCheck, func() {
+		if c.gone() != nil {
+			cancel()
+			return
 		}
-	}()
-	return ctx, cancel
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() == nil {
+			check.Reset(leftCheck)
+		}
+	})
+	return ctx, func() {
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		check.Stop()
+	}
 }
 
 // connectAndReplay connects to one of eps through the dial pool, then
