@@ -82,7 +82,8 @@ func freeDoormanPort(t *testing.T) int {
 	return 0
 }
 
-// createMW creates a ManagedWorkload routed on doormanPort, in phase.
+// createMW creates a ManagedWorkload routed on doormanPort, in phase; a
+// zero pausedAt records no pause in its status.
 func createMW(t *testing.T, namespace string, doormanPort int, phase napwakev1alpha1.Phase, pausedAt time.Time) {
 	t.Helper()
 	ctx := context.Background()
@@ -94,6 +95,9 @@ func createMW(t *testing.T, namespace string, doormanPort int, phase napwakev1al
 	mw.Status = napwakev1alpha1.ManagedWorkloadStatus{Phase: phase,
 		Pause:   &napwakev1alpha1.PauseStatus{StartedAt: metav1.NewTime(pausedAt), Replicas: 1, Reason: napwakev1alpha1.PauseIdle},
 		Doorman: &napwakev1alpha1.DoormanStatus{Routes: []napwakev1alpha1.Route{{Service: "api", PortName: "http", Port: 80, DoormanPort: int32(doormanPort)}}}}
+	if pausedAt.IsZero() {
+		mw.Status.Pause = nil
+	}
 	if err := k8s.Status().Update(ctx, mw); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +163,13 @@ func startDoorman(t *testing.T, clk clock.PassiveClock) *stack {
 
 func startDoormanWith(t *testing.T, clk clock.PassiveClock, limits proxy.Limits) *stack {
 	t.Helper()
+	return startDoormanThrough(t, clk, limits, k8s)
+}
+
+// startDoormanThrough is startDoormanWith whose hooks write through
+// writer (an API server that answers slowly, say).
+func startDoormanThrough(t *testing.T, clk clock.PassiveClock, limits proxy.Limits, writer client.Client) *stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logr.Discard()))
 	c, err := NewCache(cfg, scheme, logr.Discard())
 	if err != nil {
@@ -170,7 +181,7 @@ func startDoormanWith(t *testing.T, clk clock.PassiveClock, limits proxy.Limits)
 	rules := addr.Rules{} // the production rules: test pods use 10.244/16 addresses
 	m := metrics.New()
 	table := proxy.NewTable()
-	hooks := NewHooks(k8s, recorder, clk, logr.Discard())
+	hooks := NewHooks(writer, recorder, clk, logr.Discard())
 	srv := proxy.New(proxy.Config{ListenAddress: "127.0.0.1", Rules: rules, Silence: 200 * time.Millisecond, Dial: dialLoopback, Limits: limits}, table, hooks, m)
 	srv.Start(ctx)
 	w := NewWatcher(c, table, srv, rules)

@@ -329,6 +329,9 @@ func TestAHostWithMarkupOrControlCharactersIsShownEscaped(t *testing.T) {
 	}
 }
 
+// Each connection's count is read once it is closed (the doorman counts
+// before it closes), so the test tells which one was counted: the TCP
+// check none, the TLS one once.
 func TestNonHTTPIsClosedWithNothingSentAndATCPCheckIsNotCounted(t *testing.T) {
 	p := newAskPods(t, 1, askWorkload())[0]
 	c := p.dial()
@@ -336,12 +339,19 @@ func TestNonHTTPIsClosedWithNothingSentAndATCPCheckIsNotCounted(t *testing.T) {
 	if got := readAll(t, c); len(got) != 0 {
 		t.Fatalf("a TCP check got %q", got)
 	}
+	assertNoWake(t, p, 0)
+	if n := p.wakes(metrics.ResultTurnedAway); n != 0 {
+		t.Fatalf("a TCP check counted: wakes_total{result=turned_away} = %v, want 0", n)
+	}
 	tls := p.dial()
 	_, _ = tls.Write([]byte("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"))
 	if got := readAll(t, tls); len(got) != 0 {
 		t.Fatalf("TLS got %q, want nothing", got)
 	}
 	assertNoWake(t, p, 1)
+	if n := p.wakes(metrics.ResultTurnedAway); n != 1 {
+		t.Fatalf("TLS: wakes_total{result=turned_away} = %v, want 1", n)
+	}
 }
 
 func TestKnownProbesAndHiddenFilesAreAnsweredAsForAnyWorkload(t *testing.T) {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -34,14 +34,45 @@ func TestDefaultLimitsAreTheDocumentedOnes(t *testing.T) {
 }
 
 // addRoute adds a second workload's route to the harness' server.
-func (h *harness) addRoute(name string) Route {
-	w := h.route.Workload
-	w.Name = name
-	r := Route{DoormanPort: testnet.FreePort(h.t), Service: name, PortName: "http", Port: 80, Workload: w}
-	if failed := h.srv.SetRoutes([]Route{h.route, r}); len(failed) > 0 {
+func (h *harness) addRoute(name string) Route { return h.addRoutes(name)[0] }
+
+// addRoutes serves the harness' route and one more for each name, each a
+// workload of that name in the harness workload's namespace, with a
+// Service of that name.
+func (h *harness) addRoutes(names ...string) []Route {
+	h.t.Helper()
+	var rs []Route
+	for _, name := range names {
+		w := h.route.Workload
+		w.Name = name
+		rs = append(rs, h.newRoute(w, name, "http"))
+	}
+	h.serve(rs...)
+	return rs
+}
+
+// newRoute is a route to w through its Service's port portName, on a
+// doorman port no other route of the harness has (a port free a moment
+// ago may come up twice).
+func (h *harness) newRoute(w Workload, service, portName string) Route {
+	h.t.Helper()
+	if h.ports == nil {
+		h.ports = map[int]bool{h.port: true}
+	}
+	port := testnet.FreePort(h.t)
+	for h.ports[port] {
+		port = testnet.FreePort(h.t)
+	}
+	h.ports[port] = true
+	return Route{DoormanPort: port, Service: service, PortName: portName, Port: 80, Workload: w}
+}
+
+// serve serves the harness' route and rs.
+func (h *harness) serve(rs ...Route) {
+	h.t.Helper()
+	if failed := h.srv.SetRoutes(append([]Route{h.route}, rs...)); len(failed) > 0 {
 		h.t.Fatal(failed)
 	}
-	return r
 }
 
 func (h *harness) dialPort(port int, src string) *net.TCPConn {
@@ -159,14 +190,7 @@ func TestPassingPerSourceLeavesOtherSourcesAlone(t *testing.T) {
 func TestWakeRateLimits(t *testing.T) {
 	fc := clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))
 	l := newWakeLimiter(DefaultLimits(), fc)
-	// take is one wake that goes: allowed, then its allowance spent.
-	take := func(src netip.Addr) (func(), string) {
-		spend, cap := l.allow(src)
-		if spend != nil {
-			spend()
-		}
-		return spend, cap
-	}
+	take := func(src netip.Addr) (func(), string) { return l.take(src) }
 	a := netip.MustParseAddr("10.0.0.1")
 	for i := 1; i <= 30; i++ { // burst of 30: 29 (cap-1) and 30 (cap) allowed
 		if give, cap := take(a); give == nil {
@@ -181,8 +205,14 @@ func TestWakeRateLimits(t *testing.T) {
 		t.Fatal("a wake within 2 s of the burst was allowed")
 	}
 	fc.Step(100 * time.Millisecond)
-	if give, _ := take(a); give == nil {
+	refund, _ := take(a)
+	if refund == nil {
 		t.Fatal("a wake 2 s after the burst was refused")
+	}
+	// A wake the API server refused gives its token back: the next goes.
+	refund()
+	if give, _ := take(a); give == nil {
+		t.Fatal("a wake after a refunded one was refused")
 	}
 
 	fc.Step(time.Minute)                    // refill everything
@@ -197,7 +227,7 @@ func TestWakeRateLimits(t *testing.T) {
 	if give, cap := take(b); give != nil || cap != CapWakeOverall {
 		t.Fatalf("wake 201 overall: %v %q, want refused overall", give != nil, cap)
 	}
-	if got := l.sources[b].TokensAt(fc.Now()); got != 30 {
+	if got := l.sources[b].tokensAt(fc.Now()); got != 30 {
 		t.Fatalf("a wake refused overall used its source's allowance: %v tokens left, want 30", got)
 	}
 	fc.Step(100 * time.Millisecond) // 10 a second
@@ -216,11 +246,9 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	w := testWorkload()
 	w.MaxWait = time.Minute
 	h := newHarness(t, cfg, w)
-	spend, _ := h.srv.waker.allow(netip.MustParseAddr("127.0.0.1"))
-	if spend == nil {
+	if refund, _ := h.srv.waker.take(netip.MustParseAddr("127.0.0.1")); refund == nil {
 		t.Fatal("setup: the only wake of the hour was refused")
 	}
-	h.srv.waker.spend(spend)
 	c := h.dial()
 	_, _ = c.Write([]byte("x"))
 	wait(t, "the refused wake", func() bool { return h.rejections(CapWakePerSource) == 1 })
@@ -228,7 +256,7 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	// housekeeping's tickers, and the wake retry.
 	wait(t, "the retry timer", func() bool { return fc.Waiters() == 3 })
 	h.srv.waker.mu.Lock()
-	h.srv.waker.limiter.sources[netip.MustParseAddr("127.0.0.1")] = rate.NewLimiter(rate.Every(time.Hour), 1)
+	h.srv.waker.limiter.sources[netip.MustParseAddr("127.0.0.1")] = newBucket(1, time.Hour, fc.Now())
 	h.srv.waker.mu.Unlock()
 	if n, _, _ := h.rec.counts(); n != 0 {
 		t.Fatal("woke before the retry")
@@ -239,6 +267,57 @@ func TestARefusedWakeIsRetriedEveryTwoSeconds(t *testing.T) {
 	}
 	fc.Step(100 * time.Millisecond)
 	wait(t, "the retried wake", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+// Wakes in flight at once count against the rate limits as they go: with
+// every patch slow to return, callers of many paused workloads from one
+// source whose burst is one wake an hour wake one workload, and 300
+// workloads touched from 300 sources wake the overall burst's worth (200),
+// the rest refused by the limit that names them.
+func TestConcurrentWakesCountAgainstTheRateLimitsAsTheyGo(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		workloads  int
+		oneSource  bool
+		set        func(*Limits)
+		want       int
+		refusedCap string
+	}{
+		{"ten workloads from one source", 10, true, func(l *Limits) { l.SourceBurst, l.SourceEvery = 1, time.Hour }, 1, CapWakePerSource},
+		{"300 workloads from 300 sources", 300, false, func(*Limits) {}, DefaultLimits().OverallBurst, CapWakeOverall},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			tc.set(&cfg.Limits)
+			cfg.Clock = clocktesting.NewFakeClock(time.Now()) // no refill while the patches are out
+			gate := make(chan struct{})
+			h := newHarnessRec(t, cfg, testWorkload(), &recorder{lastClick: &clickStore{}, wakeGate: gate})
+			names := make([]string, tc.workloads-1)
+			for i := range names {
+				names[i] = "w" + strconv.Itoa(i)
+			}
+			routes := append([]Route{h.route}, h.addRoutes(names...)...)
+			for i, r := range routes {
+				src := "127.0.0.1"
+				if !tc.oneSource {
+					src = netip.AddrFrom4([4]byte{127, 1, byte(i >> 8), byte(i)}).String()
+				}
+				_, _ = h.dialPort(r.DoormanPort, src).Write([]byte("x"))
+			}
+			entered := func() int { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return h.rec.entered }
+			wait(t, "every caller's wake patched or refused", func() bool {
+				return entered()+int(h.rejections(tc.refusedCap)) == tc.workloads
+			})
+			close(gate)
+			wait(t, "the patches to return", func() bool { n, _, _ := h.rec.counts(); return n == entered() })
+			if n, _, _ := h.rec.counts(); n != tc.want {
+				t.Fatalf("%d workloads woken at once, want %d (the burst)", n, tc.want)
+			}
+			if got := h.rejections(tc.refusedCap); got != float64(tc.workloads-tc.want) {
+				t.Fatalf("rejections{cap=%s} = %v, want %d", tc.refusedCap, got, tc.workloads-tc.want)
+			}
+		})
+	}
 }
 
 var _ clock.WithTickerAndDelayedExecution = (*clocktesting.FakeClock)(nil)

@@ -32,20 +32,20 @@ import (
 //     runs waitAndPass: the classifying goroutine's stack grew, and a long
 //     wait on a small stack keeps a held connection cheap. The first
 //     goroutine ends without touching it again.
-//  3. While a dial is in flight the dialler (dialPool) owns the held bytes:
-//     it writes them to the pod (dialAndReplay) while the holding goroutine
-//     waits on dialled and touches nothing. Once the dialler is done, the
-//     holding goroutine owns them again, and after a replay drops them and
-//     gives the budget back.
+//  3. A dialler (dialPool) only connects to the pod, for the holding
+//     goroutine, which then replays the held bytes itself (replay), drops
+//     them and gives the budget back. While it is passed on (pass), a
+//     goroutine of passContext asks the socket whether the caller left.
 //  4. Passed on, the holding (or first) goroutine copies caller to pod and
 //     one goroutine of pipe copies pod to caller.
 //
 // Any other goroutine only interrupts a wait (interrupt, under mu), which
-// moves a read deadline and nothing else, and never after handOver.
+// moves a read deadline and nothing else, and never after handOver, or
+// asks the socket's state (gone), which touches nothing.
 type conn struct {
 	srv     *Server
 	sock    *net.TCPConn
-	rc      syscall.RawConn // sock's, from the hold on
+	rc      syscall.RawConn // sock's
 	port    int
 	route   Route
 	removed bool // the route went: its port lingers, waking nothing
@@ -68,13 +68,6 @@ type conn struct {
 	counted int   // bytes of buf taken from the shared budget
 	readErr error // why the caller is gone: io.EOF when it closed
 
-	// The dial, filled in by a dialler (dialAndReplay).
-	eps     []netip.AddrPort
-	backend *net.TCPConn // the pod, tracked, the held bytes sent
-	dialErr error
-	dialled chan struct{} // a dialler is done with the dial
-	release func()        // gives back the dial's slot of its Service port's share
-
 	mu         sync.Mutex
 	handedOver bool // no interrupt touches sock after it
 }
@@ -83,7 +76,9 @@ type conn struct {
 var errCallerLeft = errors.New("caller left")
 
 func newConn(s *Server, sock *net.TCPConn, port int, r Route, removed bool) *conn {
-	return &conn{srv: s, sock: sock, port: port, route: r, removed: removed, src: remoteAddr(sock)}
+	c := &conn{srv: s, sock: sock, port: port, route: r, removed: removed, src: remoteAddr(sock)}
+	c.rc, c.readErr = sock.SyscallConn()
+	return c
 }
 
 func remoteAddr(c net.Conn) netip.Addr {
@@ -154,11 +149,6 @@ func (c *conn) takeHeld() bool {
 	}
 	c.heldCaps = keys
 	s.metrics.Held.Inc()
-	rc, err := c.sock.SyscallConn()
-	if err != nil {
-		c.readErr = err
-	}
-	c.rc = rc
 	return true
 }
 
@@ -331,25 +321,23 @@ func (c *conn) wait(retry *dialRetry) ([]netip.AddrPort, bool) {
 	}
 }
 
-// pass has a dialler connect to one of eps and replay the held bytes, then
+// pass has a dialler connect to one of eps, replays the held bytes, then
 // copies both ways until the connection ends. It owns the passing place
 // taken for it and gives it back. A nil error means it was passed on.
 func (c *conn) pass(eps []netip.AddrPort) error {
 	s := c.srv
 	defer s.caps.givePassing(c.passCaps)
-	c.eps = eps
-	if c.dialled == nil {
-		c.dialled = make(chan struct{}, 1)
-	}
-	if err := s.dials.run(s.ctx, c); err != nil {
+	ctx, cancel := c.passContext()
+	backend, err := c.connectAndReplay(ctx, eps)
+	cancel()
+	if err != nil {
+		if c.left() != nil {
+			return errCallerLeft
+		}
 		return err
 	}
-	<-c.dialled
-	if c.dialErr != nil {
-		return c.dialErr
-	}
-	backend := c.backend
 	defer s.untrack(backend)
+	c.handOver()
 	if c.heldCaps != nil {
 		c.releaseBytes()
 		c.releaseHeld()
@@ -366,15 +354,53 @@ func (c *conn) pass(eps []netip.AddrPort) error {
 	return nil
 }
 
-// dialAndReplay runs on a dialler (3 in the type's comment): it connects
-// to one of c.eps and sends the pod the held bytes, byte-exact. A caller
-// that has left is never passed on.
-func (c *conn) dialAndReplay() (_ *net.TCPConn, err error) {
+// passContext is what passing the connection on waits under: the doorman's
+// context, the caller's leaving, which a timer asks the socket about every
+// leftCheck (nothing reads the caller meanwhile; a connect that is quick
+// starts no goroutine), and for a held caller its maxWait (one passed
+// straight on has only the dial timeout).
+func (c *conn) passContext() (context.Context, context.CancelFunc) {
 	s := c.srv
-	if err := s.ctx.Err(); err != nil {
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if c.heldCaps != nil {
+		ctx, cancel = context.WithDeadline(s.ctx, c.deadline)
+	} else {
+		ctx, cancel = context.WithCancel(s.ctx)
+	}
+	var mu sync.Mutex
+	var check *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	check = time.AfterFunc(leftCheck, func() {
+		if c.gone() != nil {
+			cancel()
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() == nil {
+			check.Reset(leftCheck)
+		}
+	})
+	return ctx, func() {
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		check.Stop()
+	}
+}
+
+// connectAndReplay connects to one of eps through the dial pool, then
+// sends the pod the held bytes, byte-exact, both until ctx ends. The pod
+// is tracked; on an error it is closed. A caller that has left is never
+// passed on.
+func (c *conn) connectAndReplay(ctx context.Context, eps []netip.AddrPort) (_ *net.TCPConn, err error) {
+	s := c.srv
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	backend, err := s.dials.dialAny(s.ctx, c.eps)
+	backend, err := s.dials.connect(ctx, c.route.Workload, eps)
 	if err != nil {
 		return nil, err
 	}
@@ -393,13 +419,35 @@ func (c *conn) dialAndReplay() (_ *net.TCPConn, err error) {
 	if c.left() != nil { // asked again: nobody read the caller while the dial was in flight
 		return nil, errCallerLeft
 	}
-	if len(c.buf) > 0 {
-		if _, err := backend.Write(c.buf); err != nil {
-			return nil, fmt.Errorf("replaying held bytes to %s: %w", backend.RemoteAddr(), err)
+	if err := c.replay(ctx, backend); err != nil {
+		return nil, fmt.Errorf("replaying held bytes to %s: %w", backend.RemoteAddr(), err)
+	}
+	return backend, nil
+}
+
+// replay writes the held bytes to the pod until ctx ends (the caller's
+// maxWait, or its leaving), a leftCheck at a time, so a pod that reads
+// slowly, or not at all, keeps only this caller waiting, and no longer
+// than the caller would wait for it anyway.
+func (c *conn) replay(ctx context.Context, backend *net.TCPConn) error {
+	deadline, bounded := ctx.Deadline()
+	defer func() { _ = backend.SetWriteDeadline(time.Time{}) }()
+	for off := 0; off < len(c.buf); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		at := time.Now().Add(leftCheck)
+		if bounded {
+			at = minTime(at, deadline)
+		}
+		_ = backend.SetWriteDeadline(at)
+		n, err := backend.Write(c.buf[off:])
+		off += n
+		if err != nil && !isTimeout(err) {
+			return err
 		}
 	}
-	c.handOver()
-	return backend, nil
+	return nil
 }
 
 // interrupt cuts the connection's current or next wait short, so that it

@@ -18,27 +18,33 @@ import (
 
 // Dialer returns the doorman's plain TCP dial, what New uses when
 // Config.Dial is nil (tests that map pod addresses wrap it). Its connect(2)
-// blocks, for at most timeout (SO_SNDTIMEO), and the socket goes back to
-// non-blocking before anything reads or writes it.
+// blocks for at most connectBlock (SO_SNDTIMEO); a pod that has not
+// answered by then is waited for in the netpoller, which ends the dial
+// at timeout, or as soon as ctx ends: a caller that leaves, or whose
+// maxWait runs out, frees its dialler at once, even from a pod that drops
+// SYNs. The socket goes back to non-blocking before anything reads or
+// writes it.
 //
-// Why: a pod on the node network answers a SYN within microseconds, often
-// inside the connect call itself, yet a non-blocking connect returns
-// EINPROGRESS and Go parks the goroutine until its netpoller reports the
-// socket writable. While hundreds of held callers are being passed on,
-// the scheduler has runnable goroutines at every turn, and it looks at the
-// netpoller only when it runs out of them or when sysmon does, every
-// 10 ms: in a fresh doorman passing 256 callers on, 64 connects finished
-// in microseconds sat unseen for 14 ms. Blocking, the dialler has its
-// answer when connect returns. Measured again once the descriptor table
-// was grown at start (package fdtable), which removed the larger stall:
-// p50 from a Ready pod to the first byte, 50 held, 1.5–1.8 ms blocking
-// against 2.0–2.4 ms with Go's own dial; 256 held, 5.6 against 6.1–7.7 ms.
+// Why block at all: a pod on the node network answers a SYN within
+// microseconds, often inside the connect call itself, yet a non-blocking
+// connect returns EINPROGRESS and Go parks the goroutine until its
+// netpoller reports the socket writable. While hundreds of held callers
+// are being passed on, the scheduler has runnable goroutines at every
+// turn, and it looks at the netpoller only when it runs out of them or
+// when sysmon does, every 10 ms: in a fresh doorman passing 256 callers
+// on, 64 connects finished in microseconds sat unseen for 14 ms. Blocking,
+// the dialler has its answer when connect returns. Measured again once the
+// descriptor table was grown at start (package fdtable), which removed the
+// larger stall: p50 from a Ready pod to the first byte, 50 held, 1.5–1.8 ms
+// blocking against 2.0–2.4 ms with Go's own dial; 256 held, 5.6 against
+// 6.1–7.7 ms. A connect that blocks past connectBlock returns EINPROGRESS
+// and goes on in the kernel, as a non-blocking one does.
 //
 // Not Dialer.DialTCP: given the zero local address it still binds before
 // connecting, and a bind picks its port the slow way, which cost 90% of
 // passing 256 held callers on at once.
 func Dialer(timeout time.Duration) func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error) {
-	tv := unix.NsecToTimeval(timeout.Nanoseconds())
+	tv := unix.NsecToTimeval(min(timeout, connectBlock).Nanoseconds())
 	d := net.Dialer{Timeout: timeout, Control: func(_, _ string, rc syscall.RawConn) error {
 		return control(rc, func(fd int) error {
 			if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
@@ -65,6 +71,12 @@ func Dialer(timeout time.Duration) func(ctx context.Context, ap netip.AddrPort) 
 	}
 }
 
+// connectBlock is how long the default dial's connect(2) blocks before it
+// waits in the netpoller: far longer than a pod that answers at all takes
+// to, and short enough that a dial to a pod dropping SYNs is soon one ctx
+// can end.
+const connectBlock = 10 * time.Millisecond
+
 func control(rc syscall.RawConn, fn func(fd int) error) error {
 	var ferr error
 	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
@@ -73,111 +85,132 @@ func control(rc syscall.RawConn, fn func(fd int) error) error {
 	return ferr
 }
 
-// dialPool is the diallers a connection hands its dial and replay to
-// (dialAndReplay). At most Config.Dialling dial at once, and at most three
-// quarters of them (perKey) for one Service port: a workload whose pods
-// drop SYNs keeps each of its dials for the whole dial timeout, and must
-// not take every dialler from the other workloads' callers, while one
-// workload woken with hundreds held still gets nearly all. Diallers live on
-// between connections: when a pod turns Ready with hundreds of callers
-// held, a few goroutines whose stacks have already grown to what dialling
-// needs do every dial, instead of each held caller's small waiting stack
-// growing (and the process faulting in fresh stack memory) on the way to
-// its first byte.
+// dialPool is the diallers a connection being passed on hands its connect
+// to (connect); only the connect: the held bytes are replayed by the
+// connection's own goroutine (conn.replay), so a pod that reads slowly
+// holds up its own callers and no dialler. At most Config.Dialling dial at
+// once, at most half of them (perWorkload) for one workload and three
+// quarters (perNamespace) for one namespace: a workload whose pods drop
+// SYNs, on however many Service ports, or a tenant with several, keeps
+// each of its dials until the caller's maxWait, the caller leaving or the
+// dial timeout, and must not take every dialler from the other tenants'
+// callers, while one workload woken with hundreds held still gets many
+// (docs/security.md). Diallers live on between connections: when a pod
+// turns Ready with hundreds of callers held, a few goroutines whose stacks
+// have already grown to what dialling needs do every dial, instead of each
+// held caller's small waiting stack growing (and the process faulting in
+// fresh stack memory) on the way to its first byte.
 type dialPool struct {
 	rules addr.Rules
 	dial  func(ctx context.Context, ap netip.AddrPort) (*net.TCPConn, error)
 
 	places   chan struct{} // a place for each dialler
-	jobs     chan *conn    // taken by idle diallers
+	jobs     chan *dialJob // taken by idle diallers
 	stopped  chan struct{} // closed by stop: diallers end
 	stopOnce sync.Once
 
-	perKey int
-	mu     sync.Mutex
-	keys   map[ServiceKey]*keyShare // only keys with a dial waiting or in flight
+	perWorkload, perNamespace int
+	mu                        sync.Mutex
+	shares                    map[string]*share // only keys with a dial waiting or in flight
 }
 
-// keyShare is one Service port's share of the diallers.
-type keyShare struct {
-	slots chan struct{} // perKey places
+// share is one workload's or one namespace's share of the diallers.
+type share struct {
+	slots chan struct{} // its places
 	users int           // dials waiting for or holding a slot
+}
+
+// dialJob is one connect handed to a dialler: done is closed once conn
+// or err is set.
+type dialJob struct {
+	ctx  context.Context
+	eps  []netip.AddrPort
+	conn *net.TCPConn
+	err  error
+	done chan struct{}
 }
 
 func newDialPool(cfg *Config) *dialPool {
 	return &dialPool{rules: cfg.Rules, dial: cfg.Dial,
-		places: make(chan struct{}, cfg.Dialling), jobs: make(chan *conn), stopped: make(chan struct{}),
-		perKey: max(1, cfg.Dialling-cfg.Dialling/4), keys: map[ServiceKey]*keyShare{}}
+		places: make(chan struct{}, cfg.Dialling), jobs: make(chan *dialJob), stopped: make(chan struct{}),
+		perWorkload: max(1, cfg.Dialling/2), perNamespace: max(1, cfg.Dialling-cfg.Dialling/4),
+		shares: map[string]*share{}}
 }
 
-// share returns k's share, counting one more user.
-func (p *dialPool) share(k ServiceKey) *keyShare {
+// take takes a slot of key's share (of size n), counting one more user,
+// until ctx ends.
+func (p *dialPool) take(ctx context.Context, key string, n int) (release func(), err error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.keys[k]
+	s := p.shares[key]
 	if s == nil {
-		s = &keyShare{slots: make(chan struct{}, p.perKey)}
-		p.keys[k] = s
+		s = &share{slots: make(chan struct{}, n)}
+		p.shares[key] = s
 	}
 	s.users++
-	return s
-}
-
-// leave counts one user of k's share fewer, forgetting the share when
-// nobody uses it, so the map holds only keys dialling now.
-func (p *dialPool) leave(k ServiceKey, s *keyShare) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s.users--; s.users == 0 && p.keys[k] == s {
-		delete(p.keys, k)
+	p.mu.Unlock()
+	leave := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if s.users--; s.users == 0 && p.shares[key] == s {
+			delete(p.shares, key)
+		}
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
 	}
 }
 
 // diallerIdle is how long a dialler with nothing to do waits for more.
 const diallerIdle = 10 * time.Second
 
-// run takes a slot of c's Service port's share, then hands c to an idle
-// dialler, or starts one while a place is free. The dialler runs
-// c.dialAndReplay, gives the slot back, then sends on c.dialled.
-func (p *dialPool) run(ctx context.Context, c *conn) error {
-	k := c.route.Key()
-	s := p.share(k)
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		p.leave(k, s)
-		return ctx.Err()
+// connect connects to one of eps (dialAny) on a dialler, within w's and
+// its namespace's shares, until ctx ends: every wait, for a slot, a
+// dialler or the connect itself, ends with it.
+func (p *dialPool) connect(ctx context.Context, w Workload, eps []netip.AddrPort) (*net.TCPConn, error) {
+	// Always the workload's first, then its namespace's: no two dials
+	// wait for each other's.
+	releaseW, err := p.take(ctx, "w|"+w.Key(), p.perWorkload)
+	if err != nil {
+		return nil, err
 	}
-	c.release = func() { <-s.slots; p.leave(k, s) }
+	defer releaseW()
+	releaseNS, err := p.take(ctx, "n|"+w.Namespace, p.perNamespace)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseNS()
+	j := &dialJob{ctx: ctx, eps: eps, done: make(chan struct{})}
 	select {
-	case p.jobs <- c:
-		return nil
+	case p.jobs <- j:
 	default:
+		select {
+		case p.jobs <- j:
+		case p.places <- struct{}{}:
+			go p.dialler(j)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	select {
-	case p.jobs <- c:
-	case p.places <- struct{}{}:
-		go p.dialler(c)
-	case <-ctx.Done():
-		c.release()
-		return ctx.Err()
-	}
-	return nil
+	<-j.done // the dial ends with ctx
+	return j.conn, j.err
 }
 
 // dialler runs jobs until it has been idle for diallerIdle or the pool
 // has stopped.
-func (p *dialPool) dialler(c *conn) {
+func (p *dialPool) dialler(j *dialJob) {
 	defer func() { <-p.places }()
 	idle := time.NewTimer(diallerIdle)
 	defer idle.Stop()
 	for {
-		c.backend, c.dialErr = c.dialAndReplay()
-		c.release()
-		c.dialled <- struct{}{}
+		j.conn, j.err = p.dialAny(j.ctx, j.eps)
+		close(j.done)
 		idle.Reset(diallerIdle)
 		select {
-		case c = <-p.jobs:
+		case j = <-p.jobs:
 		case <-idle.C:
 			return
 		case <-p.stopped:
@@ -193,6 +226,9 @@ func (p *dialPool) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
 func (p *dialPool) dialAny(ctx context.Context, eps []netip.AddrPort) (*net.TCPConn, error) {
 	var errs []error
 	for _, i := range rand.Perm(len(eps)) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		ep := eps[i]
 		if err := p.rules.CheckAddrPort(ep); err != nil {
 			errs = append(errs, err)

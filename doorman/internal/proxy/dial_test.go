@@ -62,3 +62,21 @@ func TestTheDefaultDialReportsARefusal(t *testing.T) {
 		t.Fatalf("refused after %v", d)
 	}
 }
+
+// The default dial to a pod that drops SYNs ends when its context does,
+// not at its timeout: a caller that leaves or whose maxWait runs out frees
+// its dialler.
+func TestTheDefaultDialEndsWithItsContext(t *testing.T) {
+	ap := synDropper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	c, err := Dialer(time.Minute)(ctx, ap)
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("a dial to a pod dropping SYNs connected")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the dial ended %v after it began, its context 200 ms", d)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -145,12 +146,27 @@ func (c *conn) waitUnread(deadline time.Time, changed, placeFreed, bytesFreed co
 // tcpEstablished is Linux's TCP_ESTABLISHED state in tcp_info.
 const tcpEstablished = 1
 
-// left asks the socket, without reading it, whether the caller is gone: it
-// sent a FIN or a reset, or the doorman closed the socket. It returns why
-// (also kept in readErr), or nil while the connection is established.
+// left asks the socket, without reading it, whether the caller is gone
+// (gone); it returns why (also kept in readErr), or nil while the
+// connection is established.
 func (c *conn) left() error {
 	if c.readErr != nil {
 		return c.readErr
+	}
+	if gone := c.gone(); gone != nil {
+		c.readErr = gone
+		return gone
+	}
+	return nil
+}
+
+// gone asks the socket, without reading it or changing anything, whether
+// the caller is gone: it sent a FIN or a reset, or the doorman closed the
+// socket. It returns why, or nil while the connection is established; any
+// goroutine may call it.
+func (c *conn) gone() error {
+	if c.rc == nil {
+		return net.ErrClosed
 	}
 	var gone error
 	err := control(c.rc, func(fd int) error {
@@ -164,10 +180,7 @@ func (c *conn) left() error {
 		return nil
 	})
 	if err != nil {
-		gone = err
-	}
-	if gone != nil {
-		c.readErr = gone
+		return err
 	}
 	return gone
 }

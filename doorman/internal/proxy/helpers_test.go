@@ -49,6 +49,7 @@ type recorder struct {
 	notServed  []string
 	wakeErr    error
 	attempts   int      // Wake calls, failed or not
+	entered    int      // Wake calls begun, counted before wakeGate
 	active     []string // Active calls, by workload
 	// wakeGate, when set, holds every Wake until it is closed (or the
 	// patch's context ends): an API server slow to answer.
@@ -90,6 +91,7 @@ func (s *clickStore) count() int {
 func (r *recorder) Wake(ctx context.Context, w Workload, service string, from netip.Addr) error {
 	r.mu.Lock()
 	gate := r.wakeGate
+	r.entered++
 	r.mu.Unlock()
 	if gate != nil {
 		select {
@@ -231,6 +233,7 @@ type harness struct {
 	m     *metrics.Metrics
 	route Route
 	port  int
+	ports map[int]bool // doorman ports of routes added (newRoute)
 }
 
 func testConfig() Config {

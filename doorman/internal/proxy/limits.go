@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 )
 
@@ -187,56 +186,105 @@ func (l Limits) passingKeys(src netip.Addr) []capKey {
 	return []capKey{{CapPassing, "", l.Passing}, {CapPassingPerSource, "s|" + src.String(), l.PassingPerSource}}
 }
 
-// wakeLimiter applies the wake rate limits. A wake the overall limit
-// refuses does not use its source's allowance. Its owner's lock (the
-// waker's) guards it.
+// wakeLimiter applies the wake rate limits. A wake takes its tokens, its
+// source's and the overall one, before its patch is sent, so wakes in
+// flight at once count against the limits as they go (docs/security.md):
+// a scanner touching a thousand paused ports from one address wakes its
+// burst's worth, not all of them. A wake the API server refused gives them
+// back, and one the overall limit refuses does not use its source's
+// allowance. Its owner's lock (the waker's) guards it.
 type wakeLimiter struct {
 	clock   clock.PassiveClock
 	l       Limits
-	overall *rate.Limiter
-	sources map[netip.Addr]*rate.Limiter
+	overall *bucket
+	sources map[netip.Addr]*bucket
 }
 
-// maxSources bounds the per-source table; full limiters are forgotten first.
+// maxSources bounds the per-source table; full buckets are forgotten first.
 const maxSources = 4096
 
 func newWakeLimiter(l Limits, c clock.PassiveClock) *wakeLimiter {
-	return &wakeLimiter{clock: c, l: l, overall: rate.NewLimiter(rate.Limit(l.OverallPerSecond), l.OverallBurst), sources: map[netip.Addr]*rate.Limiter{}}
+	return &wakeLimiter{clock: c, l: l, overall: newBucket(l.OverallBurst, time.Duration(float64(time.Second)/l.OverallPerSecond), c.Now()),
+		sources: map[netip.Addr]*bucket{}}
 }
 
-// forgetFull drops the per-source limiters that are full at now: a new
-// one for that source would be the same.
+// forgetFull drops the per-source buckets that are full at now: a new one
+// for that source would be the same.
 func (w *wakeLimiter) forgetFull(now time.Time) {
-	for a, l := range w.sources {
-		if l.TokensAt(now) >= float64(w.l.SourceBurst) {
+	for a, b := range w.sources {
+		if b.tokensAt(now) >= float64(w.l.SourceBurst) {
 			delete(w.sources, a)
 		}
 	}
 }
 
-// allow reports whether a wake from src may go now: spend, when not nil,
-// takes the allowance, to be called once the wake went (a wake the API
-// server refused spends nothing); cap names the limit refusing it
-// otherwise.
-func (w *wakeLimiter) allow(src netip.Addr) (spend func(), cap string) {
+// take takes a wake's tokens from src's allowance and the overall one, or
+// none, and names the limit refusing it. refund gives both back, for a
+// wake whose patch failed.
+func (w *wakeLimiter) take(src netip.Addr) (refund func(), cap string) {
 	now := w.clock.Now()
-	lim, ok := w.sources[src]
+	b, ok := w.sources[src]
 	if !ok {
 		if len(w.sources) >= maxSources {
 			w.forgetFull(now)
 		}
-		lim = rate.NewLimiter(rate.Every(w.l.SourceEvery), w.l.SourceBurst)
-		w.sources[src] = lim
+		b = newBucket(w.l.SourceBurst, w.l.SourceEvery, now)
+		w.sources[src] = b
 	}
-	if lim.TokensAt(now) < 1 {
+	if !b.take(now) {
 		return nil, CapWakePerSource
 	}
-	if w.overall.TokensAt(now) < 1 {
+	if !w.overall.take(now) {
+		b.give(now)
 		return nil, CapWakeOverall
 	}
 	return func() {
 		at := w.clock.Now()
-		w.overall.AllowN(at, 1)
-		lim.AllowN(at, 1)
+		b.give(at)
+		w.overall.give(at)
 	}, ""
+}
+
+// bucket is a token bucket: burst tokens, one more every interval. Unlike
+// rate.Limiter, a token taken can be given back at any time later.
+type bucket struct {
+	burst  float64
+	every  time.Duration
+	tokens float64
+	at     time.Time // when tokens was counted
+}
+
+func newBucket(burst int, every time.Duration, now time.Time) *bucket {
+	return &bucket{burst: float64(burst), every: every, tokens: float64(burst), at: now}
+}
+
+// tokensAt is how many tokens the bucket has at now.
+func (b *bucket) tokensAt(now time.Time) float64 {
+	t := b.tokens
+	if d := now.Sub(b.at); d > 0 && b.every > 0 {
+		t += float64(d) / float64(b.every)
+	}
+	return min(t, b.burst)
+}
+
+// take takes a token at now, if there is one.
+func (b *bucket) take(now time.Time) bool {
+	t := b.tokensAt(now)
+	if t < 1 {
+		return false
+	}
+	b.tokens, b.at = t-1, maxTime(now, b.at)
+	return true
+}
+
+// give gives a token back at now.
+func (b *bucket) give(now time.Time) {
+	b.tokens, b.at = min(b.tokensAt(now)+1, b.burst), maxTime(now, b.at)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -56,10 +56,9 @@ const patchTimeout = 5 * time.Second
 // workload behind it paused, a request wakes them all), retrying every
 // WakeRetry while a rate limit refuses or a patch fails, until none is
 // paused any more in this doorman's view, until passes or ctx ends (no
-// caller wants it any more). One
-// request counts once against the rate limits, however many workloads it
-// wakes, and only once it went: a wake the API server refused spends no
-// allowance.
+// caller wants it any more). One request counts once against the rate
+// limits, however many workloads it wakes; its allowance is taken before
+// the patch goes and given back if the API server refused it.
 //
 // Callers held at once share one wake: the first to find a workload
 // unstamped claims it, the others wait while the claim is in flight and
@@ -85,11 +84,11 @@ func (k *waker) wake(ctx context.Context, r Route, src netip.Addr, until time.Ti
 		// is not left waiting out its maxWait on a stamp the operator read
 		// as before the pause, or one made from a stale view.
 		if len(claimed) > 0 {
-			if spend, cap := k.allow(src); spend == nil {
+			if refund, cap := k.take(src); refund == nil {
 				k.metrics.Rejections.WithLabelValues(cap).Inc()
 				k.unclaim(claimed)
-			} else if ok := k.patch(ctx, r.Service, src, claimed); ok || k.someWoke(claimed) {
-				k.spend(spend)
+			} else if ok := k.patch(ctx, r.Service, src, claimed); !ok && !k.someWoke(claimed) {
+				k.refund(refund)
 			}
 		}
 		if !k.clock.Now().Add(k.retry).Before(until) {
@@ -154,24 +153,26 @@ func (k *waker) unclaim(ws []Workload) {
 	}
 }
 
-// allow applies the wake rate limits to a wake from src: spend is nil
-// when a limit refuses (cap names it), else it takes the allowance once the
-// wake went.
-func (k *waker) allow(src netip.Addr) (spend func(), cap string) {
+// take takes a wake's allowance from src's and the overall rate limits
+// before its patch goes, so concurrent wakes count as they go: refund is
+// nil when a limit refuses (cap names it), else it gives the allowance
+// back, for a wake the API server refused.
+func (k *waker) take(src netip.Addr) (refund func(), cap string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.limiter.allow(src)
+	return k.limiter.take(src)
 }
 
-// spend takes a wake's allowance (under the limiter's lock, the waker's).
-func (k *waker) spend(f func()) {
+// refund gives a failed wake's allowance back (under the limiter's lock,
+// the waker's).
+func (k *waker) refund(f func()) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f()
 }
 
 // someWoke says whether any of ws is remembered woken, not in flight:
-// a patch that woke some of a Service's workloads spends its allowance.
+// a patch that woke some of a Service's workloads keeps its allowance.
 func (k *waker) someWoke(ws []Workload) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()

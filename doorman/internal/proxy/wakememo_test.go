@@ -46,8 +46,9 @@ func TestTheTablesEmptyWithNoWakeToSweepThem(t *testing.T) {
 	k := &waker{clock: fc, retry: 3 * time.Second, lastWake: map[string]woken{}, limiter: newWakeLimiter(l, fc)}
 	for i := range 3 {
 		w := Workload{Namespace: "preview-" + strconv.Itoa(i), Name: "api"}
-		spend, _ := k.allow(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}))
-		spend()
+		if refund, cap := k.take(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)})); refund == nil {
+			t.Fatalf("wake %d refused by %s", i, cap)
+		}
 		k.mu.Lock()
 		k.remember(w, i == 0)
 		k.mu.Unlock()
