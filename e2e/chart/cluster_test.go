@@ -356,7 +356,7 @@ func wantAllowed(t *testing.T, err error, what string) {
 const (
 	appNS        = "preview-42"
 	otherSA      = "system:serviceaccount:" + appNS + ":ci"
-	onlyDoorman  = "may set napwake.dev/last-request or napwake.dev/last-request-from"
+	onlyDoorman  = "may set napwake.dev/last-request, napwake.dev/last-request-from or napwake.dev/turned-away"
 	onlyWakeAnns = "the doorman may change only the annotations"
 	onlyOperator = "may change a ManagedWorkload's status"
 )
@@ -412,12 +412,20 @@ func testAdmissionPolicies(t *testing.T) {
 	err := doorman.dyn.Resource(mwGVR).Namespace(appNS).Delete(ctx, "api", metav1.DeleteOptions{})
 	wantDenied(t, err, "the doorman deletes a ManagedWorkload", "forbidden")
 
-	for _, ann := range []string{"napwake.dev/last-request", "napwake.dev/last-request-from"} {
-		wantDenied(t, patchMW(t, other, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
+	// turned-away is copied into status.turnedAway: a forged count would
+	// be reported as the doorman's.
+	for _, ann := range []string{"napwake.dev/last-request", "napwake.dev/last-request-from", "napwake.dev/turned-away"} {
+		wantDenied(t, patchMW(t, other, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"2026-10-23T18:04:12Z/9999"}}}`, ann)),
 			"another ServiceAccount changes "+ann, onlyDoorman)
-		wantDenied(t, patchMW(t, admin, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"10.0.0.1"}}}`, ann)),
+		wantDenied(t, patchMW(t, admin, "api", fmt.Sprintf(`{"metadata":{"annotations":{%q:"2026-10-23T18:04:12Z/9999"}}}`, ann)),
 			"the cluster admin changes "+ann, onlyDoorman)
 	}
+	wantDenied(t, patchMW(t, other, "probe", `{"metadata":{"annotations":{"napwake.dev/turned-away":"2026-10-23T18:04:12Z/9999"}}}`),
+		"another ServiceAccount adds turned-away", onlyDoorman)
+	wantAllowed(t, patchMW(t, doorman, "probe", `{"metadata":{"annotations":{"napwake.dev/turned-away":"2026-10-23T18:04:12Z/1"}}}`),
+		"the doorman adds turned-away")
+	wantAllowed(t, patchMW(t, other, "probe", `{"metadata":{"annotations":{"napwake.dev/turned-away":null}}}`),
+		"another ServiceAccount removes turned-away")
 	// The status subresource is no way round: only the operator may change
 	// status (status.doorman claims ports), and the API server keeps only
 	// the status of what is sent there.
@@ -452,6 +460,9 @@ func testAdmissionPolicies(t *testing.T) {
 	}}
 	_, err = other.dyn.Resource(mwGVR).Namespace(appNS).Create(ctx, created, metav1.CreateOptions{})
 	wantDenied(t, err, "another ServiceAccount creates a ManagedWorkload with last-request", onlyDoorman)
+	created.SetAnnotations(map[string]string{"napwake.dev/turned-away": "2026-10-23T18:04:12Z/9999"})
+	_, err = other.dyn.Resource(mwGVR).Namespace(appNS).Create(ctx, created, metav1.CreateOptions{})
+	wantDenied(t, err, "another ServiceAccount creates a ManagedWorkload with turned-away", onlyDoorman)
 
 	// The operator keeps working on a ManagedWorkload the doorman has
 	// annotated: finalizers, its own annotations, status, a whole update.
@@ -465,9 +476,14 @@ func testAdmissionPolicies(t *testing.T) {
 	if got := mw.GetAnnotations()["napwake.dev/last-request-from"]; got != "10.244.1.7" {
 		t.Errorf("last-request-from %q, want the doorman's 10.244.1.7", got)
 	}
+	if got := mw.GetAnnotations()["napwake.dev/turned-away"]; got != "2026-10-23T18:04:12Z/3" {
+		t.Errorf("turned-away %q, want the doorman's 2026-10-23T18:04:12Z/3", got)
+	}
 	mw.SetFinalizers(nil)
 	_, err = operator.dyn.Resource(mwGVR).Namespace(appNS).Update(ctx, mw, metav1.UpdateOptions{})
-	wantAllowed(t, err, "the operator updates the whole object, last-request unchanged")
+	wantAllowed(t, err, "the operator updates the whole object, last-request and turned-away unchanged")
+	wantDenied(t, patchMW(t, operator, "api", `{"metadata":{"annotations":{"napwake.dev/turned-away":"2026-10-23T18:04:12Z/9999"}}}`),
+		"the operator changes turned-away", onlyDoorman)
 	wantDenied(t, patchMW(t, operator, "api", `{"metadata":{"annotations":{"napwake.dev/last-request":"2027-01-01T00:00:00Z"}}}`),
 		"the operator changes last-request", onlyDoorman)
 }

@@ -54,7 +54,8 @@ func (c *conn) judge() ask.Verdict {
 // click wakes a workload at most once a minute whichever doorman pod it
 // reaches, and returns the answer: d (the waking-up page) when it took,
 // the asleep page's 429 when another wake request came within the minute.
-// The paused workloads sharing its Service are woken as for any request.
+// The paused workloads sharing its Service that wake on request are woken
+// as for any request.
 func (c *conn) click(d Decision) Decision {
 	s := c.srv
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
@@ -69,7 +70,12 @@ func (c *conn) click(d Decision) Decision {
 		return decideAsk(ask.TooSoon, true, true)
 	}
 	s.waker.clicked(c.route.Workload)
-	go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(answeredWakeFor))
+	// Clicked, it wakes as on a request, and with it the sharers of its
+	// Service that wake on request; sharers that ask wait for their own
+	// click.
+	clicked := c.route
+	clicked.Workload.Ask = false
+	go s.waker.wake(s.ctx, clicked, c.src, s.cfg.Clock.Now().Add(answeredWakeFor))
 	d.Wake = false // woken here, not by answer
 	return d
 }

@@ -7,6 +7,7 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -235,26 +236,45 @@ type Terms struct {
 
 // termsFor returns the terms of a connection to own's route, given the
 // workloads sharing its Service (sharersOf): own's, and for a Service
-// shared by paused workloads the strictest of theirs, so that no workload
-// is woken in a way its own settings refuse. The connection asks if any
-// of them asks, gets the waking-up page only if every one of them shows
-// it, and waits the longest maxWait among them: a Ready pod of any of them
-// serves it. A sharer that is Running is not waiting to be woken and has
-// no say.
+// shared by paused workloads theirs. A request wakes those of them that
+// wake on request (wakesOnRequest), never one that asks, so the
+// connection asks only when every one of them asks: a paused workload
+// that asks beside one that wakes on request leaves callers held for the
+// other, and stays asleep itself until clicked. The connection gets the
+// waking-up page only if every workload it wakes shows it, and waits the
+// longest maxWait among them: a Ready pod of any of them serves it. When
+// all ask, their settings count alike. A sharer that is Running is not
+// waiting to be woken and has no say.
 func termsFor(own Workload, sharers []Workload) Terms {
-	t := Terms{Page: true}
-	add := func(w Workload) {
-		t.Ask = t.Ask || (w.Ask && w.Phase != string(napwakev1alpha1.PhaseResuming))
+	behind := []Workload{own}
+	for _, w := range sharers {
+		if w.Phase != string(napwakev1alpha1.PhaseRunning) {
+			behind = append(behind, w)
+		}
+	}
+	woken := slices.DeleteFunc(slices.Clone(behind), asks)
+	t := Terms{Ask: len(woken) == 0, Page: true}
+	if t.Ask {
+		woken = behind
+	}
+	for _, w := range woken {
 		t.Page = t.Page && w.Page
 		t.MaxWait = max(t.MaxWait, w.maxWait())
 	}
-	add(own)
-	for _, w := range sharers {
-		if w.Phase != string(napwakev1alpha1.PhaseRunning) {
-			add(w)
-		}
-	}
 	return t
+}
+
+// asks reports whether w turns a request away rather than waking: wake
+// mode Ask, and not already waking.
+func asks(w Workload) bool {
+	return w.Ask && w.Phase != string(napwakev1alpha1.PhaseResuming)
+}
+
+// wakesOnRequest reports whether a request wakes w: it is Paused or
+// Pausing and does not ask. One that asks wakes only by a click, which
+// stamps it itself.
+func wakesOnRequest(w Workload) bool {
+	return paused(w) && !asks(w)
 }
 
 // maxWait is spec.wake.maxWait, apis' DefaultMaxWait when unset.

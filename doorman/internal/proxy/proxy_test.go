@@ -427,8 +427,9 @@ func TestARequestToASharedServiceWakesEveryPausedWorkloadBehindIt(t *testing.T) 
 	}
 }
 
-// A Service shared by paused workloads is held under the strictest of
-// their settings: nothing wakes a workload in a way its own refuse.
+// A Service shared by paused workloads is held under the strictest of the
+// settings of those a request wakes: nothing wakes a workload in a way its
+// own refuse, and one that asks is not woken by a request at all.
 func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) {
 	shared := func(t *testing.T, owner Workload, set func(*Workload)) *harness {
 		t.Helper()
@@ -441,8 +442,38 @@ func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) 
 		}
 		return h
 	}
-	t.Run("a sharer that asks: a request is turned away, nothing wakes", func(t *testing.T) {
-		h := shared(t, testWorkload(), func(w *Workload) { w.Ask = true })
+	// A paused workload that asks beside one that wakes on request, which
+	// ever of them the Service's slice leads through: a request is held,
+	// wakes the one that wakes on request, and is passed to its pod; the
+	// one that asks is not woken.
+	heldForTheOther := func(t *testing.T, h *harness, woken string) {
+		t.Helper()
+		b := newBackend(t)
+		c := h.dial()
+		_, _ = c.Write([]byte("GET /api HTTP/1.1\r\nHost: x\r\n\r\n"))
+		wait(t, "the wake", func() bool { n, _, _ := h.rec.counts(); return n >= 1 })
+		h.ready(b)
+		wait(t, "the request at the pod", func() bool { return string(b.received(0)) == "GET /api HTTP/1.1\r\nHost: x\r\n\r\n" })
+		wakes, _ := h.rec.lists()
+		if want := []string{"preview-42/" + woken + " api 127.0.0.1"}; !slices.Equal(wakes, want) {
+			t.Fatalf("wakes %q, want %q: the workload that asks stays asleep", wakes, want)
+		}
+		if _, ta, _ := h.rec.counts(); ta != 0 {
+			t.Fatalf("%d turned away, want none", ta)
+		}
+	}
+	t.Run("a sharer that asks: a request is held and wakes the owner only", func(t *testing.T) {
+		heldForTheOther(t, shared(t, testWorkload(), func(w *Workload) { w.Ask = true }), "api")
+	})
+	t.Run("the owner asks, a sharer does not: a request is held and wakes the sharer only", func(t *testing.T) {
+		owner := testWorkload()
+		owner.Ask = true
+		heldForTheOther(t, shared(t, owner, func(w *Workload) { w.Ask = false }), "api-canary")
+	})
+	t.Run("every workload asks: a request is turned away, nothing wakes", func(t *testing.T) {
+		owner := testWorkload()
+		owner.Ask = true
+		h := shared(t, owner, func(w *Workload) { w.Ask = true })
 		c := h.dial()
 		_, _ = c.Write([]byte("GET /api HTTP/1.1\r\nHost: x\r\n\r\n"))
 		if got := readAll(t, c); !bytes.Equal(got, page.Asleep(false, false)) {
@@ -450,7 +481,7 @@ func TestASharedServiceIsHeldUnderTheStrictestTermsOfItsWorkloads(t *testing.T) 
 		}
 		wait(t, "turned away", func() bool { _, ta, _ := h.rec.counts(); return ta == 1 })
 		if n, _, _ := h.rec.counts(); n != 0 {
-			t.Fatalf("%d wakes; a sharer asks", n)
+			t.Fatalf("%d wakes; every workload asks", n)
 		}
 	})
 	t.Run("a Running sharer that asks has no say", func(t *testing.T) {

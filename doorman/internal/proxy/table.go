@@ -164,8 +164,10 @@ type routeSet struct {
 func (rs *routeSet) set(live map[ServiceKey][]Route) { rs.p.Store(&live) }
 
 // wakeable returns, as they are now, r's own workload (while its route is
-// live) and those sharing its Service port, that are Paused or Pausing:
-// the ones a caller of r still waits on to wake.
+// live) and those sharing its Service port, that a request wakes
+// (wakesOnRequest): the ones a caller of r still waits on to wake. r's
+// own workload also when r, as the caller found it, does not ask: a
+// click passes its workload so.
 func (rs *routeSet) wakeable(r Route) []Workload {
 	m := rs.p.Load()
 	if m == nil {
@@ -174,12 +176,12 @@ func (rs *routeSet) wakeable(r Route) []Workload {
 	live := (*m)[r.Key()]
 	var out []Workload
 	for _, o := range live {
-		if o.DoormanPort == r.DoormanPort && o.Workload.Key() == r.Workload.Key() && paused(o.Workload) {
+		if o.DoormanPort == r.DoormanPort && o.Workload.Key() == r.Workload.Key() && paused(o.Workload) && (!asks(o.Workload) || !asks(r.Workload)) {
 			out = append(out, o.Workload)
 		}
 	}
 	for _, w := range sharersOf(r, live) {
-		if paused(w) {
+		if wakesOnRequest(w) {
 			out = append(out, w)
 		}
 	}

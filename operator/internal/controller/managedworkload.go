@@ -174,8 +174,6 @@ type run struct {
 	live bool
 	// routed and unrouted say the Router was asked in this reconcile.
 	routed, unrouted bool
-	// routeFailed says the Router's Route failed in this reconcile.
-	routeFailed bool
 	// requeue is the soonest the Router or the query asked to be called again.
 	requeue time.Duration
 	// superseded are the resourceVersions this reconcile's writes replaced.
@@ -206,7 +204,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 		in := decide.Input{
 			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
 			Annotations: acting, Busy: busy, QueryActive: queryActive, Target: s.t.observed(),
-			Routed: s.routed, Unrouted: s.unrouted, RouteFailed: s.routeFailed, RoutesLeft: routesLeft(mw), Dependents: dependents, Schedule: s.sched.in,
+			Routed: s.routed, Unrouted: s.unrouted, RoutesLeft: routesLeft(mw), Dependents: dependents, Schedule: s.sched.in,
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)
@@ -290,16 +288,14 @@ func (s *run) after(d time.Duration) time.Duration {
 }
 
 // route takes decide's Route step. The Router may patch status (see
-// status.go), updating s.mw in place; a routing error holds up the scale
-// to 0 for at most decide.RouteGrace from the pause's start.
+// status.go), updating s.mw in place; a routing error never holds up the
+// pause: the Router asks to be called again with its backoff.
 func (s *run) route(ctx context.Context) {
 	s.routed = true
 	rv := s.mw.ResourceVersion
 	after, err := s.r.Router.Route(ctx, s.mw, s.t.template)
-	s.routeFailed = err != nil
 	if err != nil {
-		// decide says whether the pods wait (decide.RouteGrace); this only tells.
-		ctrl.LoggerFrom(ctx).Error(err, "Routing to the doorman; a pause keeps its pods up for "+decide.RouteGrace.String()+" from its start at most, then goes on without it")
+		ctrl.LoggerFrom(ctx).Error(err, "Routing to the doorman; pausing anyway, routing is tried again")
 	}
 	s.routerWrote(rv, after)
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-	"napwake.dev/operator/internal/decide"
 	"napwake.dev/operator/internal/routing"
 )
 
@@ -29,8 +29,8 @@ func doormanListening(listens *atomic.Bool) func(context.Context, string, string
 
 // startPauseWithRouter makes the fixture's workload Running with the real
 // Router dialling through dial, then lets it go idle and reconciles once:
-// the pause begins.
-func startPauseWithRouter(t *testing.T, dial func(context.Context, string, string) (net.Conn, error)) *fixture {
+// the pause begins, and the Route it asks for is made.
+func startPauseWithRouter(t *testing.T, dial func(context.Context, string, string) (net.Conn, error)) (*fixture, reconcile.Result) {
 	t.Helper()
 	f := newFixture(t, 3)
 	f.r = f.reconcilerWith(k8s, f.realRouterWith(k8s, routing.Options{Dial: dial, ListenTimeout: 50 * time.Millisecond}))
@@ -40,10 +40,7 @@ func startPauseWithRouter(t *testing.T, dial func(context.Context, string, strin
 	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePausing {
 		t.Fatalf("phase %q, want Pausing", p)
 	}
-	if res.RequeueAfter <= 0 || res.RequeueAfter > decide.RouteRetry {
-		t.Fatalf("requeued after %v, want within %v to route again", res.RequeueAfter, decide.RouteRetry)
-	}
-	return f
+	return f, res
 }
 
 func (f *fixture) wantReplicas(want int32, why string) {
@@ -53,51 +50,35 @@ func (f *fixture) wantReplicas(want int32, why string) {
 	}
 }
 
-// "The slice is in place before the pods stop": a pause whose doorman pod
-// is not listening yet on the new port keeps the pods up, routes again
-// within RouteRetry, and scales to 0 only once the slice is written.
-func TestAPauseKeepsThePodsUpUntilTheDoormanListens(t *testing.T) {
+// "Routing problems never hold up a pause": a pause whose doorman pod does
+// not listen on the new port scales to 0 in the reconcile whose Route
+// failed, says why on WakeOnRequest, and is routed by the retry the
+// Router's backoff asks for once the doorman listens.
+func TestAPauseWhoseRoutingFailsGoesOnAtOnce(t *testing.T) {
 	var listens atomic.Bool
-	f := startPauseWithRouter(t, doormanListening(&listens))
-	f.wantReplicas(3, "the doorman does not listen yet, so no slice: the pods must not stop")
+	f, res := startPauseWithRouter(t, doormanListening(&listens))
+	f.wantReplicas(0, "a routing failure never holds up a pause")
 	if _, slices := f.routed(); len(slices) != 0 {
-		f.t.Fatalf("%d slices written before the doorman listens, want none", len(slices))
+		t.Fatalf("%d slices written while the doorman does not listen, want none", len(slices))
+	}
+	c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest)
+	if c == nil || c.Status != "False" || c.Reason != napwakev1alpha1.ReasonRoutingFailed {
+		t.Fatalf("WakeOnRequest %+v, want False, RoutingFailed", c)
 	}
 	f.wantEvent(napwakev1alpha1.EventRoutingFailed, "not listening")
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Second {
+		t.Fatalf("requeued after %v, want the Router's first backoff, 5s, to route again", res.RequeueAfter)
+	}
 
 	listens.Store(true)
-	f.clock.Step(decide.RouteRetry)
+	f.followSpec()
+	f.clock.Step(res.RequeueAfter)
 	f.reconcile()
 	routes, slices := f.routed()
 	if len(routes) != 1 || len(slices) != 1 || !readyEndpointFor("api", slices) {
 		t.Fatalf("routes %+v and %d slices once the doorman listens, want 1 and 1 with a Ready endpoint", routes, len(slices))
 	}
-	f.wantReplicas(0, "routed: the pause goes on")
-	f.followSpec()
-	f.reconcile()
 	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePaused {
 		t.Fatalf("phase %q, want Paused", p)
-	}
-}
-
-// "Routing problems never hold up a pause": a doorman that never listens
-// holds the pause up for RouteGrace from its start, no longer; the pause
-// then goes on without a slice, and says why on WakeOnRequest.
-func TestAPauseWhoseRoutingKeepsFailingGoesOnAfterTheGrace(t *testing.T) {
-	var never atomic.Bool
-	f := startPauseWithRouter(t, doormanListening(&never))
-	f.clock.Step(decide.RouteGrace - decide.RouteRetry)
-	f.reconcile()
-	f.wantReplicas(3, "still within the grace")
-
-	f.clock.Step(decide.RouteRetry)
-	f.reconcile()
-	f.wantReplicas(0, "the grace is over: routing never holds up a pause longer")
-	if _, slices := f.routed(); len(slices) != 0 {
-		t.Fatalf("%d slices, want none: the doorman never listened", len(slices))
-	}
-	c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest)
-	if c == nil || c.Status != "False" || c.Reason != napwakev1alpha1.ReasonRoutingFailed {
-		t.Fatalf("WakeOnRequest %+v, want False, RoutingFailed", c)
 	}
 }

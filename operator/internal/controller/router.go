@@ -19,8 +19,8 @@ type Router interface {
 	// Route is decide's Route step, at most once a reconcile: while Pausing, after status.pause is persisted and
 	// BEFORE the target is scaled to 0, and on later reconciles while Pausing or Paused, to keep routes current.
 	// It works routes out afresh, may persist status.doorman and the WakeOnRequest condition, and writes
-	// EndpointSlices. An error holds up the scale to 0 for decide.RouteGrace from the pause's start at most: the reconciler logs it, asks again within decide.RouteRetry, then scales anyway; it requeues
-	// after the returned delay.
+	// EndpointSlices. An error never holds up the scale to 0: the reconciler logs it and scales
+	// anyway, and requeues after the returned delay (the Router's backoff after a failure), when Route runs again.
 	Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec) (requeueAfter time.Duration, err error)
 	// Unroute is decide's Unroute step, once a woken workload has a Ready pod and before Running is persisted;
 	// and it is called when routing must go (target deleted). It deletes the slices, moves ports into

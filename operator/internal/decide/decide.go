@@ -123,11 +123,6 @@ type Input struct {
 	// at most once a reconcile. Neither is persisted: a new reconcile (after
 	// a crash too) asks again, and the router makes the same routes.
 	Routed, Unrouted bool
-	// RouteFailed is true when the router, asked to route in this
-	// reconcile, failed for a reason that may pass (a write refused, a
-	// doorman pod not listening yet): a pause then waits up to RouteGrace
-	// from its start before scaling to 0 (see pausing).
-	RouteFailed bool
 	// RoutesLeft is true while status.doorman still names routes: while
 	// Running, they are left over from a wake whose route removal failed,
 	// and an Unroute takes them down.
@@ -151,18 +146,7 @@ const (
 	// ReadyRecheck: the target's status changes when a pod is Ready, so
 	// this is only a safety net.
 	ReadyRecheck = 30 * time.Second
-	// RouteRetry: a pause whose routing failed asks the router again.
-	RouteRetry = 2 * time.Second
 )
-
-// RouteGrace is how long a pause waits, from its start, for its routes to
-// be in place before scaling to 0 anyway. Both halves of the spec hold
-// then: "the slice is in place before the pods stop" whenever routing can
-// be done within a minute (an API write refused once, a doorman pod a few
-// seconds from listening on a new port), and "routing problems never hold
-// up a pause" beyond that. Problems that are not failures (no Service, a
-// headless one) are no error and never wait.
-const RouteGrace = time.Minute
 
 // signal is one activity signal that fired.
 type signal struct {
@@ -350,9 +334,11 @@ func pausing(in Input, now time.Time, latest signal) Step {
 		return Step{Kind: PatchStatus, State: next}
 	}
 	if t.Replicas > 0 {
-		if in.Routed && in.RouteFailed && now.Sub(st.Pause.StartedAt.Time) < RouteGrace {
-			return Step{Kind: Wait, RequeueAfter: RouteRetry}
-		}
+		// Routed, or tried: a routing failure never holds up a pause
+		// (docs/troubleshooting.md). The router waits for a new port's
+		// listeners within its Route, so the slice is in place before the
+		// pods stop whenever routing works; when it fails, it is retried
+		// with backoff while the workload pauses.
 		return routedFirst(in, Step{Kind: Scale, Replicas: 0})
 	}
 	if t.StatusReplicas > 0 || t.PodsLeft {

@@ -204,22 +204,6 @@ func TestNext(t *testing.T) {
 			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
 		},
 		{
-			name:  "Pausing whose routing just failed keeps the pods up and asks again (the slice before the pods stop)",
-			in:    Input{State: pausingState, Target: up, Routed: true, RouteFailed: true},
-			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, RouteRetry) },
-		},
-		{
-			name: "Pausing whose routing still fails a minute after the pause began scales to zero anyway (routing never holds up a pause)",
-			in: Input{State: withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePausing, pause(-RouteGrace, 2, napwakev1alpha1.PauseIdle)),
-				Target: up, Routed: true, RouteFailed: true},
-			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
-		},
-		{
-			name:  "Pausing whose routing failed but whose pods are already gone waits for them as usual",
-			in:    Input{State: pausingState, Target: Target{Found: true, PodsLeft: true}, Routed: true, RouteFailed: true},
-			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, PodsGoneRecheck) },
-		},
-		{
 			name: "Pausing and someone set other replicas: that count is saved before scaling",
 			in:   Input{State: pausingState, Target: Target{Found: true, Replicas: 5, StatusReplicas: 2}},
 			check: func(t *testing.T, s Step) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -235,8 +236,15 @@ func (r *Router) MoveAll(ctx context.Context, doormen []epslice.Doorman) error {
 			todo = append(todo, s)
 		}
 	}
-	err := forEach(ctx, r.opts.Concurrency, todo, func(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-		err := r.moveOne(ctx, s, doormen)
+	admitted, deaf := r.joining(ctx, todo, doormen)
+	moves := make([]move, 0, len(todo))
+	for i, s := range todo {
+		if !equality.Semantic.DeepEqual(s.Endpoints, epslice.Endpoints(admitted[i], napwakev1alpha1.IPFamily(s.AddressType))) {
+			moves = append(moves, move{s, admitted[i]})
+		}
+	}
+	err := forEach(ctx, r.opts.Concurrency, moves, func(ctx context.Context, m move) error {
+		err := r.moveOne(ctx, m.slice, m.doormen)
 		result := "ok"
 		if err != nil {
 			result = "error"
@@ -245,13 +253,27 @@ func (r *Router) MoveAll(ctx context.Context, doormen []epslice.Doorman) error {
 		return err
 	})
 	r.opts.Metrics.RouteMoveSeconds.Observe(time.Since(start).Seconds())
+	if len(deaf) > 0 {
+		// Retried by the caller: the pod joins once it listens.
+		err = errors.Join(err, fmt.Errorf("%w: %s", errDoormanNotListening, strings.Join(deaf, ", ")))
+	}
 	if err != nil {
 		return fmt.Errorf("moving routes to the Ready doorman pods: %w", err)
 	}
-	if len(todo) > 0 {
-		log.FromContext(ctx).Info("Moved routes to the Ready doorman pods", "slices", len(todo), "doormen", len(doormen), "took", time.Since(start))
+	if len(moves) > 0 {
+		log.FromContext(ctx).Info("Moved routes to the Ready doorman pods", "slices", len(moves), "doormen", len(doormen), "took", time.Since(start))
 	}
 	return nil
+}
+
+// errDoormanNotListening: a Ready doorman pod new to a slice does not
+// accept on its ports yet, and is left out of it.
+var errDoormanNotListening = errors.New("doorman pods not listening on the ports of routed slices yet, left out of them")
+
+// move is one slice's new doormen.
+type move struct {
+	slice   *discoveryv1.EndpointSlice
+	doormen []epslice.Doorman
 }
 
 func (r *Router) moveOne(ctx context.Context, s *discoveryv1.EndpointSlice, doormen []epslice.Doorman) error {

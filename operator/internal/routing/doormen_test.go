@@ -2,6 +2,7 @@ package routing
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -70,13 +71,7 @@ func TestADoormanPodJoinsTheSlicesOnlyOnceReadyAndLeavesThemWhenTerminating(t *t
 	f := newFixture(t)
 	a, b := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-b", "10.1.0.2", false}
 	f.routedBehind(f.managed, a, b)
-	pointAt := func(ips ...string) func(g Gomega) {
-		return func(g Gomega) {
-			s, err := f.slice("api-napwake-ipv4")
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(endpointIPs(s)).To(Equal(ips))
-		}
-	}
+	pointAt := f.apiSlicePointsAt
 	f.g.Consistently(pointAt(a.ip), "300ms").Should(Succeed(), "a starting pod is not in the slice")
 
 	b.ready = true
@@ -85,6 +80,60 @@ func TestADoormanPodJoinsTheSlicesOnlyOnceReadyAndLeavesThemWhenTerminating(t *t
 
 	f.markTerminating(b.ip)
 	f.g.Eventually(pointAt(a.ip)).Should(Succeed(), "a terminating pod leaves, though its endpoint still says Ready")
+}
+
+// apiSlicePointsAt checks that api's slice lists exactly the doorman
+// addresses ips.
+func (f *fixture) apiSlicePointsAt(ips ...string) func(g Gomega) {
+	return func(g Gomega) {
+		s, err := f.slice("api-napwake-ipv4")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(endpointIPs(s)).To(Equal(ips))
+	}
+}
+
+// TestANewDoormanPodJoinsTheSlicesOnlyOnceItListens: a doorman pod that
+// turns Ready joins the routed slices only once it accepts on their ports,
+// checked as a new port is (docs/security.md): one whose readiness says
+// more than it does (it does not listen yet) stays out, and joins as soon
+// as it listens.
+func TestANewDoormanPodJoinsTheSlicesOnlyOnceItListens(t *testing.T) {
+	f := newFixture(t)
+	a, c := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-c", "10.1.0.3", true}
+	f.routedBehind(f.managed, a)
+	f.apiSlicePointsAt(a.ip)(f.g)
+
+	f.setDoormen(a, c) // Ready, not listening
+	f.g.Consistently(f.apiSlicePointsAt(a.ip), "1s").Should(Succeed(), "a Ready doorman pod not listening on the slice's port stays out")
+
+	f.pods.serve(f.ctx, c.ip)
+	f.g.Eventually(f.apiSlicePointsAt(a.ip, c.ip)).Should(Succeed(), "it joins once it listens")
+}
+
+// TestARouteLeavesOutANewDoormanPodUntilItListens: Route, re-routing a
+// paused workload whose ports stay, checks a doorman pod its slice does
+// not list yet before adding it, routes through the others meanwhile and
+// asks to be called again soon.
+func TestARouteLeavesOutANewDoormanPodUntilItListens(t *testing.T) {
+	f := newFixture(t)
+	a, c := doormanPod{"doorman-a", "10.1.0.1", true}, doormanPod{"doorman-c", "10.1.0.3", true}
+	r := f.routedBehind(func() *Router { return f.router(func(o *Options) { o.ListenTimeout = 300 * time.Millisecond }) }, a)
+	mw := f.get(&napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: f.ns}})
+	port := routesOf(mw)[0].DoormanPort
+
+	f.setDoormen(a, c) // Ready, not listening
+	after, err := r.Route(f.ctx, mw, template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(after).To(Equal(5*time.Second), "called again at RetryMin, for the pod left out")
+	f.apiSlicePointsAt(a.ip)(f.g)
+	f.g.Expect(routesOf(f.get(mw))[0].DoormanPort).To(Equal(port), "the port stays")
+	f.g.Expect(wakeOnRequest(f.get(mw)).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
+
+	f.pods.serve(f.ctx, c.ip)
+	after, err = r.Route(f.ctx, mw, template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.g.Expect(after).To(BeZero())
+	f.apiSlicePointsAt(a.ip, c.ip)(f.g)
 }
 
 // TestAHandMadeDoormanSliceLeadsNowhere: someone who may create

@@ -45,6 +45,17 @@ func (f *fixture) pausing(name string) *napwakev1alpha1.ManagedWorkload {
 	return mw
 }
 
+// withRoutes creates a pausing ManagedWorkload whose status names routes
+// and holds, as one routed before (a Router seeds its ports from them).
+func (f *fixture) withRoutes(name string, routes []napwakev1alpha1.Route, holds []napwakev1alpha1.PortHold) *napwakev1alpha1.ManagedWorkload {
+	f.t.Helper()
+	mw := f.pausing(name)
+	base := mw.DeepCopy()
+	mw.Status.Doorman = &napwakev1alpha1.DoormanStatus{Routes: routes, PortHolds: holds}
+	f.g.Expect(k8s.Status().Patch(f.ctx, mw, client.MergeFrom(base))).To(Succeed())
+	return mw
+}
+
 type svcOpt func(*corev1.Service)
 
 // service creates a Service selecting app=api, one TCP port "http" 80.

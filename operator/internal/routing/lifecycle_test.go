@@ -260,7 +260,7 @@ func TestTwoPausedWorkloadsBehindOneServiceShareItsRoute(t *testing.T) {
 	c := wakeOnRequest(f.get(canary))
 	f.g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	f.g.Expect(c.Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
-	f.g.Expect(c.Message).To(ContainSubstring("a request wakes them all: api through ManagedWorkload api-stable's route"))
+	f.g.Expect(c.Message).To(ContainSubstring("a request wakes each of them that wakes on request (one that asks wakes only on a click): api through ManagedWorkload api-stable's route"))
 	routes := routesOf(f.get(canary))
 	f.g.Expect(routes).To(HaveLen(1))
 	f.g.Expect(routes[0].Service).To(Equal("api"))

@@ -1,9 +1,12 @@
 package routing
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +15,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/routing/plan"
+	"napwake.dev/operator/internal/routing/ports"
 )
 
 // TestRouteWritesRoutesThenSlicesBeforeReturning: at a pause, Route
@@ -172,9 +176,16 @@ func TestRouteReasons(t *testing.T) {
 		}, wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonDoormanUnavailable, wantInMsg: "no doorman pod is Ready"},
 		{name: "a Service with 100 ports: TooManyPorts, nothing routed", setup: func(f *fixture) { f.service("api", withPorts(tcpPorts(100)...)) },
 			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonTooManyPorts, wantInMsg: "would hold 100 doorman ports, over the cap of 32 per workload"},
-		{name: "a namespace over --ports-per-namespace: TooManyPorts", setup: func(f *fixture) { f.service("api", withPorts(tcpPorts(3)...)) },
+		{name: "a workload over --ports-per-workload: TooManyPorts", setup: func(f *fixture) { f.service("api", withPorts(tcpPorts(3)...)) },
 			opts:       func(o *Options) { o.PortsPerWorkload, o.PortsPerNamespace = 2, 2 },
-			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonTooManyPorts, wantInMsg: "over the cap of 2 per workload"},
+			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonTooManyPorts, wantInMsg: "would hold 3 doorman ports, over the cap of 2 per workload"},
+		{name: "a namespace over --ports-per-namespace: TooManyPorts", setup: func(f *fixture) {
+			// Another workload of the namespace holds two ports (ports
+			// no other test reaches); api's two are within its own cap.
+			f.withRoutes("web", []napwakev1alpha1.Route{{Service: "web", Port: 80, DoormanPort: 29990}, {Service: "web", Port: 81, DoormanPort: 29991}}, nil)
+			f.service("api", withPorts(tcpPorts(2)...))
+		}, opts: func(o *Options) { o.PortsPerWorkload, o.PortsPerNamespace = 2, 3 },
+			wantStatus: metav1.ConditionFalse, wantReason: napwakev1alpha1.ReasonTooManyPorts, wantInMsg: " would hold 4 doorman ports, over the cap of 3 per namespace"},
 		{name: "an unnamed single port is routed with an empty port name", setup: func(f *fixture) {
 			f.service("api", withPorts(corev1.ServicePort{Port: 8080}))
 		}, wantStatus: metav1.ConditionTrue, wantReason: napwakev1alpha1.ReasonDoormanRouted, wantSlices: []string{"api-napwake-ipv4"}},
@@ -241,4 +252,54 @@ func TestNoReadinessProbeEventOncePerPause(t *testing.T) {
 	if n := recorder.count(mw, "NoReadinessProbe"); n != 1 {
 		t.Fatalf("NoReadinessProbe raised %d times in one pause, want once", n)
 	}
+}
+
+// TestAStartupProbeAloneGatesReadiness: a container is not Ready until its
+// startup probe passes, so a workload with only a startupProbe is routed
+// without the NoReadinessProbe warning, on the condition or as an event.
+func TestAStartupProbeAloneGatesReadiness(t *testing.T) {
+	f := newFixture(t)
+	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
+	f.pods.serve(f.ctx, "10.1.0.1")
+	f.service("api")
+	mw := f.pausing("api")
+	tmpl := template(false)
+	tmpl.Spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstrPort(8080)}}}
+	_, err := f.router().Route(f.ctx, mw, tmpl)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	c := wakeOnRequest(f.get(mw))
+	f.g.Expect(c.Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted), c.Message)
+	f.g.Expect(c.Message).To(Equal(plan.MessageRouted))
+	f.g.Expect(recorder.count(mw, napwakev1alpha1.EventNoReadinessProbe)).To(BeZero())
+}
+
+// TestAllPortsTakenIsNoFreePort: with every doorman port held (another
+// workload's status records the holds its released ports keep), a pausing
+// workload gets WakeOnRequest=False NoFreePort, no route and no slice. The
+// Router's allocator covers only the range's last two ports (no other test
+// reaches them), so two holds fill it.
+func TestAllPortsTakenIsNoFreePort(t *testing.T) {
+	f := newFixture(t)
+	f.setDoormen(doormanPod{"doorman-a", "10.1.0.1", true})
+	f.pods.serve(f.ctx, "10.1.0.1")
+	const lo, hi = napwakev1alpha1.DoormanPortMax - 1, napwakev1alpha1.DoormanPortMax
+	until := metav1.NewTime(f.clock.Now().Add(time.Hour))
+	filler := f.withRoutes("filler", nil, []napwakev1alpha1.PortHold{{Port: lo, Until: until}, {Port: hi, Until: until}})
+	// The holds outlast the test on the fake clock every test shares: they
+	// go with it.
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), filler) })
+	f.service("api")
+	mw := f.pausing("api")
+	r := f.router()
+	a, err := ports.New(ports.Limits{Min: lo, Max: hi, PerWorkload: napwakev1alpha1.DefaultPortsPerWorkload, PerNamespace: napwakev1alpha1.DefaultPortsPerNamespace})
+	f.g.Expect(err).NotTo(HaveOccurred())
+	r.alloc = a
+	_, err = r.Route(f.ctx, mw, template(true))
+	f.g.Expect(err).NotTo(HaveOccurred())
+	c := wakeOnRequest(f.get(mw))
+	f.g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
+	f.g.Expect(c.Reason).To(Equal(napwakev1alpha1.ReasonNoFreePort), c.Message)
+	f.g.Expect(c.Message).To(Equal(fmt.Sprintf("no free doorman port: all 2 doorman ports (%d-%d) are in use or held; no Service is routed", lo, hi)))
+	f.g.Expect(routesOf(f.get(mw))).To(BeEmpty())
+	f.g.Expect(f.slices()).To(BeEmpty())
 }

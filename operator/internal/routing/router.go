@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -232,7 +233,7 @@ func (r *Router) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 }
 
 // route is one try of Route.
-func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec) (time.Duration, error) {
+func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec) (after time.Duration, err error) {
 	key := client.ObjectKeyFromObject(mw)
 	switch {
 	case r.opts.DoormanService == "":
@@ -302,8 +303,12 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		return r.fail(ctx, mw, routes, fmt.Errorf("checking the doorman listens: %w", err))
 	}
 	uids := r.serviceUIDs(ctx, mw.Namespace, routes)
-	desired := append(epslice.BuildAll(mw.Namespace, mw.Name, direct(routes), uids, doormen),
-		forwardedSlices(mw.Namespace, mw.Name, routes, targets, uids, fwd.ready)...)
+	own := epslice.BuildAll(mw.Namespace, mw.Name, direct(routes), uids, doormen)
+	deaf, err := r.admit(ctx, mw, own, doormen, check)
+	if err != nil {
+		return r.fail(ctx, mw, routes, err)
+	}
+	desired := append(own, forwardedSlices(mw.Namespace, mw.Name, routes, targets, uids, fwd.ready)...)
 	shared, err := r.writeSlices(ctx, mw, desired)
 	if err != nil {
 		return r.fail(ctx, mw, routes, err)
@@ -311,10 +316,17 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	r.stateMu.Lock()
 	delete(r.failures, key)
 	r.stateMu.Unlock()
+	if len(deaf) > 0 {
+		// Routed through the doorman pods that listen; the others join
+		// once they do.
+		log.FromContext(ctx).Info("Doorman pods left out of the slices until they listen", "managedWorkload", klogKey(mw), "doormen", deaf)
+		defer func() { after = soonest(after, r.opts.RetryMin) }()
+	}
 	if len(shared) > 0 {
 		// Another paused workload behind the same Service routes it: the
 		// doorman wakes every workload routed for a Service port a request
-		// reaches, so this one wakes too. Its own route and port stay, and it
+		// reaches that wakes on request, so this one wakes too unless it
+		// asks (docs/pause.md). Its own route and port stay, and it
 		// is decided again within RedecideAfter, to route the Service itself
 		// if the other's slice goes while it is still paused.
 		cond.Message += "; " + sharedMessage(shared)
@@ -332,6 +344,51 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		return r.opts.RetryMin, nil
 	}
 	return 0, nil
+}
+
+// admit leaves out of each of the workload's slices a doorman pod it does
+// not list yet that does not accept on the slice's ports (those of new
+// ports, checked already, aside), and returns those pods. A slice no
+// doorman pod of its family would be left in is an error.
+func (r *Router) admit(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, own []discoveryv1.EndpointSlice, doormen []epslice.Doorman, checked map[int32]bool) ([]string, error) {
+	var have discoveryv1.EndpointSliceList
+	if err := r.reader.List(ctx, &have, client.InNamespace(mw.Namespace), client.MatchingLabels{
+		napwakev1alpha1.LabelEndpointSliceManagedBy: napwakev1alpha1.EndpointSliceManager,
+		napwakev1alpha1.LabelWorkload:               mw.Name,
+	}); err != nil {
+		return nil, fmt.Errorf("listing ManagedWorkload %s's EndpointSlices: %w", klogKey(mw), err)
+	}
+	listed := map[string][]discoveryv1.Endpoint{}
+	for _, s := range have.Items {
+		listed[s.Name] = s.Endpoints
+	}
+	// What each slice lists now, with the ports still to check.
+	now := make([]*discoveryv1.EndpointSlice, len(own))
+	for i := range own {
+		s := &discoveryv1.EndpointSlice{AddressType: own[i].AddressType, Endpoints: listed[own[i].Name]}
+		for _, p := range own[i].Ports {
+			if p.Port != nil && !checked[*p.Port] {
+				s.Ports = append(s.Ports, p)
+			}
+		}
+		now[i] = s
+	}
+	admitted, deaf := r.joining(ctx, now, doormen)
+	for i := range own {
+		fam := napwakev1alpha1.IPFamily(own[i].AddressType)
+		own[i].Endpoints = epslice.Endpoints(admitted[i], fam)
+		if len(own[i].Endpoints) == 0 {
+			return deaf, fmt.Errorf("EndpointSlice %s/%s: %w: %s", mw.Namespace, own[i].Name, errDoormanNotListening, strings.Join(deaf, ", "))
+		}
+	}
+	return deaf, nil
+}
+
+func soonest(a, b time.Duration) time.Duration {
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // persistedRoutes are the workload's routes as last persisted, read past
@@ -371,7 +428,7 @@ func sharedMessage(shared map[string]string) string {
 	for _, svc := range names {
 		parts = append(parts, fmt.Sprintf("%s through ManagedWorkload %s's route", svc, shared[svc]))
 	}
-	return "shared with other paused workloads, a request wakes them all: " + strings.Join(parts, ", ")
+	return "shared with other paused workloads, a request wakes each of them that wakes on request (one that asks wakes only on a click): " + strings.Join(parts, ", ")
 }
 
 // Unroute takes the workload's routing down once it is awake. See

@@ -324,8 +324,8 @@ const (
 	MessageRouted    = "requests are held and wake the workload"
 	MessageRoutedAsk = "the doorman asks a person's browser before waking the workload, and turns away other requests"
 	// MessageNoReadinessProbe is added when no container has a readiness
-	// probe and the pod has no readiness gates.
-	MessageNoReadinessProbe = "no container has a readiness probe and there are no readiness gates, so a held request may reach the app before it can serve"
+	// or startup probe and the pod has no readiness gates.
+	MessageNoReadinessProbe = "no container has a readiness or startup probe and there are no readiness gates, so a held request may reach the app before it can serve"
 	// notRoutedPrefix starts the part of a message naming the Services
 	// left out.
 	notRoutedPrefix = "not routed: "
@@ -424,13 +424,14 @@ func join(first string, rest ...string) string {
 }
 
 // HasReadinessProbe reports whether a held request waits for the app: some
-// container has a readiness probe, or the pod has readiness gates.
+// container has a readiness probe or a startup probe (a container is not
+// Ready until its startup probe passes), or the pod has readiness gates.
 func HasReadinessProbe(tmpl *corev1.PodTemplateSpec) bool {
 	if len(tmpl.Spec.ReadinessGates) > 0 {
 		return true
 	}
 	for _, c := range tmpl.Spec.Containers {
-		if c.ReadinessProbe != nil {
+		if c.ReadinessProbe != nil || c.StartupProbe != nil {
 			return true
 		}
 	}

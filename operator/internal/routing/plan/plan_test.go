@@ -346,8 +346,10 @@ func TestHasReadinessProbe(t *testing.T) {
 	probe.Spec.Containers[1].ReadinessProbe = &corev1.Probe{}
 	gate := none.DeepCopy()
 	gate.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
-	if !HasReadinessProbe(probe) || !HasReadinessProbe(gate) {
-		t.Error("a probe in any container, or a readiness gate: want true")
+	startup := none.DeepCopy()
+	startup.Spec.Containers[1].StartupProbe = &corev1.Probe{}
+	if !HasReadinessProbe(probe) || !HasReadinessProbe(gate) || !HasReadinessProbe(startup) {
+		t.Error("a readiness or startup probe in any container, or a readiness gate: want true")
 	}
 }
 
