@@ -63,7 +63,7 @@ type Relay struct {
 	// IdleTimeout closes a relayed connection that has carried nothing
 	// either way for that long, so a caller that vanished without a word
 	// frees its sockets here and at the doorman; pings keep it open.
-	// Default DefaultIdleTimeout, as the doorman's (docs/security.md).
+	// Default DefaultIdleTimeout, as the doorman's (docs/compatibility.md).
 	IdleTimeout time.Duration
 	Log         logr.Logger
 

@@ -262,7 +262,7 @@ func isReset(err error) bool {
 
 // TestAConnectionThatCarriesNothingForTheIdleTimeoutIsClosedAndPingsKeepItOpen:
 // the doorman's limit on a passed-through connection that carries nothing
-// either way holds here too (docs/security.md), shortened to a second: a
+// either way holds here too (docs/compatibility.md), shortened to a second: a
 // caller that goes quiet is closed, at both ends, soon after it; one that
 // pings now and then is kept.
 func TestAConnectionThatCarriesNothingForTheIdleTimeoutIsClosedAndPingsKeepItOpen(t *testing.T) {
