@@ -446,15 +446,21 @@ func TestAForwarderPodLeavesTheSlicesWhenItTerminatesOrEnds(t *testing.T) {
 	tmpl := f.deployment()
 	f.service("api", negMarkers[2].opt)
 	mw := f.pausing("api")
-	r := f.managedWith(withForwarder)
+	// The pods first: no Route finds the forwarder not Ready, which would
+	// look again RetryMin later whatever happens.
 	f.forwarderPod("fwd-a", readyStatus("10.2.0.1"), func(p *corev1.Pod) { p.Finalizers = []string{"napwake.dev/test-keeps-it"} })
 	f.forwarderPod("fwd-b", readyStatus("10.2.0.2"))
 	ended := readyStatus("10.2.0.3")
 	ended.Phase = corev1.PodFailed
 	f.forwarderPod("fwd-c", ended)
+	r := f.managedWith(withForwarder)
 	_, err := r.Route(f.ctx, mw, tmpl)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.expectGKETakesTheForwardedSlices("10.2.0.1", "10.2.0.2")
+	// What the start and the new Deployment set off is done: only the pod's
+	// end can move the slice now.
+	waitIdle(t, "napwake-forwarders")
+	waitIdle(t, "napwake-routing")
 
 	a := &corev1.Pod{}
 	f.g.Expect(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "fwd-a"}, a)).To(Succeed())
@@ -470,6 +476,6 @@ func TestAForwarderPodLeavesTheSlicesWhenItTerminatesOrEnds(t *testing.T) {
 			return nil, err
 		}
 		return endpointIPs(s), nil
-	}).Should(Equal([]string{"10.2.0.2"}), "the terminating pod leaves the slice")
+	}).WithTimeout(4*time.Second).Should(Equal([]string{"10.2.0.2"}), "the terminating pod leaves the slice, before any retry (RetryMin, 5 s)")
 	f.expectGKETakesTheForwardedSlices("10.2.0.2")
 }
