@@ -11,6 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/randfill"
@@ -81,8 +83,12 @@ func leafPaths(t *testing.T, v any) []string {
 func TestTheCachedEndpointSliceKeepsWhatTheDoormanReadsAndNothingElse(t *testing.T) {
 	want := slices.Clone(cachedSlicePaths)
 	sort.Strings(want)
-	// Strings never empty: JSON leaves an empty string out.
-	f := randfill.NewWithSeed(30).NilChance(0).NumElements(1, 3).Funcs(func(s *string, c randfill.Continue) { *s = "s" + c.String(0) })
+	// Strings never empty (JSON leaves an empty string out); managed
+	// fields valid JSON.
+	f := randfill.NewWithSeed(30).NilChance(0).NumElements(1, 3).Funcs(
+		func(s *string, c randfill.Continue) { *s = "s" + c.String(0) },
+		func(u *types.UID, c randfill.Continue) { *u = types.UID("u" + c.String(0)) },
+		func(m *metav1.FieldsV1, _ randfill.Continue) { m.Raw = []byte(`{"f:addressType":{}}`) })
 	for i := range 50 {
 		var s discoveryv1.EndpointSlice
 		f.Fill(&s)
