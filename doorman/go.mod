@@ -10,6 +10,7 @@ require (
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	napwake.dev/apis v0.0.0
 	napwake.dev/shared v0.0.0
+	sigs.k8s.io/randfill v1.0.0
 )
 
 require (
@@ -68,7 +69,6 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
-	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-logr/logr v1.4.3
+	golang.org/x/sys v0.47.0
 	napwake.dev/shared v0.0.0
 )
 

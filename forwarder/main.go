@@ -63,6 +63,7 @@ func run(args []string) error {
 		maps        mappings
 		doormanHost = fs.String("doorman-host", "napwake-doorman-pods.napwake-system.svc", "the doorman's headless Service (or an address)")
 		probeAddr   = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		idleTimeout = fs.Duration("idle-timeout", relay.DefaultIdleTimeout, "close a relayed connection that carries nothing either way for this long")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		logOpts     logging.Options
 	)
@@ -86,7 +87,7 @@ func run(args []string) error {
 	log.Info("Starting", "version", info.Version, "commit", info.Commit, "doormanHost", *doormanHost, "forward", maps.String())
 
 	ctx := signals.Context(context.Background())
-	r := &relay.Relay{DoormanHost: *doormanHost, Mappings: maps, Log: log}
+	r := &relay.Relay{DoormanHost: *doormanHost, Mappings: maps, IdleTimeout: *idleTimeout, Log: log}
 	var stopping atomic.Bool
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

@@ -19,6 +19,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/e2e/framework"
+	"napwake.dev/shared/negcheck"
 )
 
 // The NEG forwarder on the local cluster: hack/e2e.sh installs the chart
@@ -101,12 +102,19 @@ func wakeOnRequestOf(ctx context.Context, ns, name string) metav1.Condition {
 
 // scenarioNEGForwarder: a Service in NEGs (neg-status), its workload
 // paused: two forwarder pods come up Ready in the workload's namespace, the
-// Service's slice (napwake.dev/forwarded=true) leads to them, and a request
+// Service's slice (napwake.dev/forwarded=true) leads to them, every version
+// of it passes GKE's NEG controller's rules (shared/negcheck), and a request
 // through the Service's ClusterIP reaches a forwarder, then the doorman
 // (which records the forwarder as the caller), wakes the workload and gets
 // the app's answer. After the wake the forwarder goes. With an image that
 // cannot be pulled, ForwarderNotReady says why.
 func scenarioNEGForwarder(ctx context.Context, ns string) {
+	// Every forwarded slice this spec sees, each version, is checked; a
+	// problem with a pod or node the slice names may last forwardedSettle
+	// (the operator rewriting the slice after a forwarder pod changed).
+	slicesSeen, err := fw.WatchForwardedSlices(ctx, ns, forwardedSettle)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { slicesSeen.Stop() })
 	app := optedIn("api", ns, 1, longIdle)
 	deployInNEGs(ctx, app)
 	Expect(fw.RequestPause(ctx, ns, app.Name)).To(Succeed())
@@ -121,12 +129,20 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 		addrs, err := fw.DoormanSliceAddresses(ctx, ns, app.Name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(addrs).To(Equal(ips), "the Service's slice leads to the Ready forwarder pods")
+		_, problems, err := negcheck.Live(ctx, fw.Client, ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(problems).To(BeEmpty(), "GKE's NEG controller takes every endpoint of the forwarded slice")
 		forwarders = ips
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 	slices, err := fw.DoormanSlices(ctx, ns, app.Name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(slices).To(HaveLen(1))
 	Expect(slices[0].Labels).To(HaveKeyWithValue(napwakev1alpha1.LabelForwarded, "true"))
+	for _, e := range slices[0].Endpoints {
+		Expect(e.TargetRef).NotTo(BeNil(), "each endpoint names its forwarder pod")
+		Expect([]string{e.TargetRef.Kind, e.TargetRef.Namespace}).To(Equal([]string{"Pod", ns}))
+		Expect(e.NodeName).NotTo(BeNil(), "and its node")
+	}
 	Expect(*slices[0].Ports[0].Port).To(Equal(int32(8080)), "the forwarder listens on the Service's target port")
 	Expect(wakeOnRequestOf(ctx, ns, app.Name).Reason).To(Equal(napwakev1alpha1.ReasonDoormanRouted))
 	fwd, err := forwarderOf(ctx, ns, app.Name)
@@ -149,7 +165,16 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 		WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(BeTrue(), "the forwarder goes a minute after the route drained")
 
 	expectForwarderNotReadyWithAnImageThatCannotBePulled(ctx, ns)
+
+	report := slicesSeen.Stop()
+	Expect(report.Versions).To(BeNumerically(">=", 1), "the watch saw the forwarded slice")
+	Expect(report.Failures).To(BeEmpty(), "every version of every forwarded slice passes GKE's NEG controller's rules")
 }
+
+// forwardedSettle is how long a forwarded slice may name a forwarder pod
+// that has just stopped being Ready (or its node's state) before the
+// operator rewrites it: it follows the pods themselves.
+const forwardedSettle = 10 * time.Second
 
 // expectForwarderNotReadyWithAnImageThatCannotBePulled reinstalls Napwake
 // with a forwarder image tag that exists nowhere, pauses a second workload,

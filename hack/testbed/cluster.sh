@@ -268,11 +268,16 @@ control_plane() {
     --initial-cluster napwake=http://127.0.0.1:2380 --log-level warn
   step "kube-apiserver on $NODE_IP:6443"
   apiserver_up
+  # The node's spec.podCIDRs, as a cloud's node IPAM sets them: the one
+  # node gets the first /24 of the cluster's range, $POD_CIDR, which the
+  # CNI bridge hands out. The NEG forwarder's end-to-end spec checks its
+  # slices' addresses against them, as GKE's NEG controller does.
   step "kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$p/controller-manager.kubeconfig" \
     --leader-elect=false --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
     --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
     --use-service-account-credentials=true --bind-address 127.0.0.1 \
+    --allocate-node-cidrs --cluster-cidr 10.244.0.0/16 --node-cidr-mask-size 24 \
     --authentication-kubeconfig "$p/controller-manager.kubeconfig" --authorization-kubeconfig "$p/controller-manager.kubeconfig"
   start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$p/scheduler.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 \

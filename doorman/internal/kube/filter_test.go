@@ -155,6 +155,18 @@ func TestFilterEndpoints(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
+			// The same, as the cache holds the slices: trimmed.
+			trimmed := make([]*discoveryv1.EndpointSlice, len(tc.slices))
+			for i, s := range tc.slices {
+				o, err := trimEndpointSlice(s.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				trimmed[i] = o.(*discoveryv1.EndpointSlice)
+			}
+			if got := FilterEndpoints(trimmed, lookup, ns, "api", tc.port, rules); !slices.Equal(got, tc.want) {
+				t.Fatalf("trimmed as cached: got %v, want %v", got, tc.want)
+			}
 		})
 	}
 }

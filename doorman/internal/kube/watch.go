@@ -67,8 +67,8 @@ type Watcher struct {
 }
 
 // NewCache returns the informer cache the doorman needs: ManagedWorkloads,
-// EndpointSlices the EndpointSlice controller manages, and Pods trimmed to
-// what the endpoint filter reads. Its informers come back within about a
+// and EndpointSlices the EndpointSlice controller manages and Pods, both
+// trimmed to what the endpoint filter reads. Its informers come back within about a
 // second of an API server outage's end (shared/rewatch); log hears of
 // outages.
 func NewCache(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (cache.Cache, error) {
@@ -80,7 +80,7 @@ func NewCache(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (cache.
 		Scheme:      scheme,
 		NewInformer: rewatch.NewInformer(log),
 		ByObject: map[client.Object]cache.ByObject{
-			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed)},
+			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed), Transform: trimEndpointSlice},
 			&corev1.Pod{}:                {Transform: trimPod},
 		},
 	})
@@ -99,6 +99,57 @@ func trimPod(obj any) (any, error) {
 			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
 		Status: corev1.PodStatus{PodIPs: p.Status.PodIPs, PodIP: p.Status.PodIP},
 	}, nil
+}
+
+// trimEndpointSlice keeps only what FilterEndpoints and the cache's
+// lookups read of an EndpointSlice: its identity, the managed-by and
+// service-name labels, its controller owner reference, address type, each
+// port's name, number and protocol, and each endpoint's addresses, ready
+// and terminating conditions and targetRef (kind, namespace, name, uid).
+// Every Service's slices in the cluster are cached, and their other
+// fields (managed fields, topology, hints, node names) are most of them.
+func trimEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{
+		TypeMeta:    s.TypeMeta,
+		ObjectMeta:  metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		AddressType: s.AddressType,
+	}
+	for _, k := range []string{discoveryv1.LabelManagedBy, discoveryv1.LabelServiceName} {
+		if v, ok := s.Labels[k]; ok {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = v
+		}
+	}
+	for _, o := range s.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			out.OwnerReferences = []metav1.OwnerReference{{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Controller: o.Controller}}
+			break
+		}
+	}
+	if len(s.Ports) > 0 {
+		out.Ports = make([]discoveryv1.EndpointPort, len(s.Ports))
+		for i, p := range s.Ports {
+			out.Ports[i] = discoveryv1.EndpointPort{Name: p.Name, Port: p.Port, Protocol: p.Protocol}
+		}
+	}
+	if len(s.Endpoints) > 0 {
+		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
+		for i, e := range s.Endpoints {
+			t := discoveryv1.Endpoint{Addresses: e.Addresses,
+				Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready, Terminating: e.Conditions.Terminating}}
+			if r := e.TargetRef; r != nil {
+				t.TargetRef = &corev1.ObjectReference{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID}
+			}
+			out.Endpoints[i] = t
+		}
+	}
+	return out, nil
 }
 
 // NewWatcher returns a watcher feeding table and sink from c.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 )
 
 // Mapping sends connections arriving on Listen to the doorman's port Doorman.
@@ -59,6 +60,11 @@ type Relay struct {
 	Mappings   []Mapping
 	// DialTimeout bounds each dial to the doorman.
 	DialTimeout time.Duration
+	// IdleTimeout closes a relayed connection that has carried nothing
+	// either way for that long, so a caller that vanished without a word
+	// frees its sockets here and at the doorman; pings keep it open.
+	// Default DefaultIdleTimeout, as the doorman's (docs/compatibility.md).
+	IdleTimeout time.Duration
 	Log         logr.Logger
 
 	// mu guards lns, conns and closing; wg counts the accept loops and the
@@ -83,6 +89,17 @@ func (r *Relay) Ready(ctx context.Context) error {
 		_ = c.Close()
 	}
 	return nil
+}
+
+// DefaultIdleTimeout is the doorman's own limit on a passed-through
+// connection that carries nothing.
+const DefaultIdleTimeout = 10 * time.Minute
+
+func (r *Relay) idleTimeout() time.Duration {
+	if r.IdleTimeout > 0 {
+		return r.IdleTimeout
+	}
+	return DefaultIdleTimeout
 }
 
 func (r *Relay) dialTimeout() time.Duration {
@@ -216,7 +233,8 @@ func (r *Relay) untrack(c net.Conn) {
 }
 
 // pass relays one caller's connection to the doorman until both directions
-// end. A doorman that cannot be reached resets the caller, as a closed port
+// end, or until it has carried nothing either way for IdleTimeout. A
+// doorman that cannot be reached resets the caller, as a closed port
 // would.
 func (r *Relay) pass(in net.Conn, target string) {
 	d := net.Dialer{Timeout: r.dialTimeout()}
@@ -232,6 +250,8 @@ func (r *Relay) pass(in net.Conn, target string) {
 	r.conns[out] = struct{}{}
 	r.mu.Unlock()
 	defer r.untrack(out)
+	stop := closeWhenIdle(in, out, r.idleTimeout())
+	defer stop()
 	done := make(chan struct{}, 2)
 	go func() { copyHalf(out, in); done <- struct{}{} }()
 	go func() { copyHalf(in, out); done <- struct{}{} }()
@@ -254,4 +274,58 @@ func copyHalf(dst, src net.Conn) {
 	case ok:
 		_ = tc.CloseWrite()
 	}
+}
+
+// closeWhenIdle ends both connections once neither has carried data
+// either way for idle, read from the kernel's TCP_INFO so the splice path
+// counts no bytes. It shuts both down rather than closing them: the copies
+// see a clean end and pass it on, so each peer gets a FIN, not a reset.
+// It looks every idle/10 (at least every 10 ms), on a timer rather than a
+// goroutine of its own; stop ends the looking.
+func closeWhenIdle(a, b net.Conn, idle time.Duration) (stop func()) {
+	ta, okA := a.(*net.TCPConn)
+	tb, okB := b.(*net.TCPConn)
+	if !okA || !okB {
+		return func() {}
+	}
+	check := max(idle/10, 10*time.Millisecond)
+	var mu sync.Mutex
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(check, func() {
+		if idleFor(ta) >= idle && idleFor(tb) >= idle {
+			for _, c := range []*net.TCPConn{ta, tb} {
+				_ = c.CloseRead()
+				_ = c.CloseWrite()
+			}
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if t != nil {
+			t.Reset(check)
+		}
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Stop()
+		t = nil
+	}
+}
+
+// idleFor is how long c has carried no data either way; 0 (never idle)
+// when the kernel cannot tell.
+func idleFor(c *net.TCPConn) time.Duration {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+		return 0
+	}
+	return time.Duration(min(info.Last_data_recv, info.Last_data_sent)) * time.Millisecond
 }

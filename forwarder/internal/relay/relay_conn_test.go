@@ -259,3 +259,64 @@ func isReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op)
 }
+
+// TestAConnectionThatCarriesNothingForTheIdleTimeoutIsClosedAndPingsKeepItOpen:
+// the doorman's limit on a passed-through connection that carries nothing
+// either way holds here too (docs/compatibility.md), shortened to a second: a
+// caller that goes quiet is closed, at both ends, soon after it; one that
+// pings now and then is kept.
+func TestAConnectionThatCarriesNothingForTheIdleTimeoutIsClosedAndPingsKeepItOpen(t *testing.T) {
+	const idle = time.Second
+	doorman, got := echoDoorman(t, "127.0.0.1:0")
+	r := &Relay{IdleTimeout: idle, Mappings: []Mapping{{Listen: 0, Doorman: portOf(t, doorman)}}}
+	addr := startRelay(t, r)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	quiet, pinged := dial(), dial()
+	pings := make(chan error, 1)
+	go func() {
+		for end := time.Now().Add(3 * idle); time.Now().Before(end); time.Sleep(idle / 10) {
+			if _, err := pinged.Write([]byte("p")); err != nil {
+				pings <- err
+				return
+			}
+		}
+		pings <- nil
+	}()
+	if _, err := quiet.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = quiet.SetReadDeadline(start.Add(idle + 3*time.Second))
+	n, err := quiet.Read(make([]byte, 1))
+	took := time.Since(start)
+	if n != 0 || (err != io.EOF && !isReset(err)) {
+		t.Fatalf("the quiet caller read %d bytes, %v; want the connection closed", n, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the quiet caller was still open %s after it went quiet; want it closed after %s", took, idle)
+	}
+	if took < idle-50*time.Millisecond || took > idle+2*time.Second {
+		t.Fatalf("the quiet caller was closed %s after it went quiet; want %s, and soon after", took, idle)
+	}
+	if b := <-got; !bytes.Equal(b, []byte("q")) {
+		t.Fatalf("the doorman's end of the quiet connection read %q; want it closed after \"q\"", b)
+	}
+	if err := <-pings; err != nil {
+		t.Fatalf("pinging for %s: %v; want the pinged connection kept", 3*idle, err)
+	}
+	_ = pinged.(*net.TCPConn).CloseWrite()
+	_ = pinged.SetReadDeadline(time.Now().Add(5 * time.Second))
+	reply, err := io.ReadAll(pinged)
+	if err != nil || !bytes.HasPrefix(reply, []byte("reply:p")) {
+		t.Fatalf("the pinged caller got %q, %v at the end; want the doorman's reply to its pings", reply, err)
+	}
+	eventually(t, "the relay closes every connection", func() bool { return r.open() == 0 })
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,25 @@ type Spec struct {
 	Replicas int32
 	// Ports are what it listens on and relays to; see Ports.
 	Ports []Port
+	// MaxWait is the workload's wake.maxWait (0: the default): see
+	// IdleTimeout.
+	MaxWait time.Duration
+}
+
+// defaultIdleTimeout is the forwarder's own limit on a relayed connection
+// that carries nothing either way, the doorman's (docs/compatibility.md).
+const defaultIdleTimeout = 10 * time.Minute
+
+// IdleTimeout is the forwarder's limit on a relayed connection that
+// carries nothing either way, for a workload whose wake.maxWait is
+// maxWait: 10 minutes, or a minute past maxWait when that is longer, so a
+// request the doorman holds, silent both ways until the workload answers,
+// is never cut by the forwarder first.
+func IdleTimeout(maxWait time.Duration) time.Duration {
+	if maxWait <= 0 {
+		maxWait = napwakev1alpha1.DefaultMaxWait
+	}
+	return max(defaultIdleTimeout, min(maxWait, napwakev1alpha1.MaxMaxWait)+time.Minute)
 }
 
 // Ports sorts and dedupes listen ports: two routes with the same target
@@ -132,6 +152,10 @@ func Deployment(s Spec) *appsv1.Deployment {
 		replicas = 2
 	}
 	health := healthPort(ps)
+	args := []string{"--doorman-host=" + s.DoormanHost, "", fmt.Sprintf("--health-probe-bind-address=:%d", health)}
+	if idle := IdleTimeout(s.MaxWait); idle != defaultIdleTimeout {
+		args = append(args, "--idle-timeout="+idle.String())
+	}
 	forwards := make([]string, len(ps))
 	containerPorts := make([]corev1.ContainerPort, 0, len(ps)+1)
 	lowest := int32(1024)
@@ -140,6 +164,7 @@ func Deployment(s Spec) *appsv1.Deployment {
 		containerPorts = append(containerPorts, corev1.ContainerPort{ContainerPort: p.Listen, Protocol: corev1.ProtocolTCP})
 		lowest = min(lowest, p.Listen)
 	}
+	args[1] = "--forward=" + strings.Join(forwards, ",")
 	containerPorts = append(containerPorts, corev1.ContainerPort{Name: "health", ContainerPort: health, Protocol: corev1.ProtocolTCP})
 	podSC := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
@@ -188,13 +213,9 @@ func Deployment(s Spec) *appsv1.Deployment {
 						LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(s.OperatorNamespace, s.Workload)},
 					}},
 					Containers: []corev1.Container{{
-						Name:  "forwarder",
-						Image: s.Image,
-						Args: []string{
-							"--doorman-host=" + s.DoormanHost,
-							"--forward=" + strings.Join(forwards, ","),
-							fmt.Sprintf("--health-probe-bind-address=:%d", health),
-						},
+						Name:           "forwarder",
+						Image:          s.Image,
+						Args:           args,
 						Ports:          containerPorts,
 						ReadinessProbe: probe("/readyz"),
 						LivenessProbe:  probe("/healthz"),

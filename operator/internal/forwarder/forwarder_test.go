@@ -4,11 +4,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -58,9 +62,11 @@ func TestTheDeploymentHasTheShapeTheSpecNames(t *testing.T) {
 	}
 }
 
+// ready is a Ready pod on node n-<name>, its UID uid-<name>.
 func ready(name, ip string) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{PodIP: ip,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}, Spec: corev1.PodSpec{NodeName: "n-" + name},
+		Status: corev1.PodStatus{PodIP: ip, Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
 
 func waiting(name, reason, msg string) corev1.Pod {
@@ -100,20 +106,61 @@ func TestNotReadySaysWhyNoForwarderPodIsReady(t *testing.T) {
 	}
 }
 
+// TestReadyPodsAreTheReadyPodsAddressesNotTheDeletedOnes: each address of
+// a Ready pod, with the pod's name, UID and node (what GKE's NEG
+// controller checks, docs/compatibility.md); not a pod being deleted, nor
+// one that has ended while its Ready condition still says True, nor one
+// without a node or an address.
 func TestReadyPodsAreTheReadyPodsAddressesNotTheDeletedOnes(t *testing.T) {
 	gone := ready("c", "10.0.0.3")
 	gone.DeletionTimestamp = &metav1.Time{}
+	failed := ready("e", "10.0.0.5")
+	failed.Status.Phase = corev1.PodFailed
+	succeeded := ready("f", "10.0.0.6")
+	succeeded.Status.Phase = corev1.PodSucceeded
+	unscheduled := ready("g", "10.0.0.7")
+	unscheduled.Spec.NodeName = ""
 	dual := ready("d", "")
 	dual.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.4"}, {IP: "fd00::4"}}
-	dual.Spec.NodeName = "n1"
-	got := ReadyPods([]corev1.Pod{ready("b", "10.0.0.9"), gone, waiting("a", "ErrImagePull", ""), dual})
-	want := []Pod{{IP: "10.0.0.4", Family: "IPv4", Name: "d", NodeName: "n1"}, {IP: "10.0.0.9", Family: "IPv4", Name: "b"}, {IP: "fd00::4", Family: "IPv6", Name: "d", NodeName: "n1"}}
+	got := ReadyPods([]corev1.Pod{ready("b", "10.0.0.9"), gone, waiting("a", "ErrImagePull", ""), dual, failed, succeeded, unscheduled, ready("h", "")})
+	want := []Pod{{IP: "10.0.0.4", Family: "IPv4", Name: "d", UID: "uid-d", NodeName: "n-d"}, {IP: "10.0.0.9", Family: "IPv4", Name: "b", UID: "uid-b", NodeName: "n-b"},
+		{IP: "fd00::4", Family: "IPv6", Name: "d", UID: "uid-d", NodeName: "n-d"}}
 	if len(got) != len(want) {
 		t.Fatalf("ReadyPods = %+v, want %+v", got, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("ReadyPods = %+v, want %+v", got, want)
+		}
+	}
+}
+
+// TestTheForwardersIdleLimitNeverCutsAHeldRequestFirst: 10 minutes, the
+// doorman's, unless the workload's wake.maxWait holds a silent request
+// longer: then a minute past it (maxWait capped as the API caps it).
+func TestTheForwardersIdleLimitNeverCutsAHeldRequestFirst(t *testing.T) {
+	for _, c := range []struct {
+		maxWait, want time.Duration
+		arg           string
+	}{
+		{0, 10 * time.Minute, ""},
+		{2 * time.Minute, 10 * time.Minute, ""},
+		{9 * time.Minute, 10 * time.Minute, ""},
+		{30 * time.Minute, 31 * time.Minute, "--idle-timeout=31m0s"},
+		{3 * time.Hour, 61 * time.Minute, "--idle-timeout=1h1m0s"},
+	} {
+		if got := IdleTimeout(c.maxWait); got != c.want {
+			t.Errorf("IdleTimeout(%s) = %s, want %s", c.maxWait, got, c.want)
+		}
+		args := Deployment(Spec{Workload: "api", Ports: []Port{{Listen: 8080, Doorman: 20000}}, MaxWait: c.maxWait}).Spec.Template.Spec.Containers[0].Args
+		var idleArgs []string
+		for _, a := range args {
+			if strings.HasPrefix(a, "--idle-timeout") {
+				idleArgs = append(idleArgs, a)
+			}
+		}
+		if want := []string{c.arg}; (c.arg == "" && len(idleArgs) != 0) || (c.arg != "" && !slices.Equal(idleArgs, want)) {
+			t.Errorf("maxWait %s: args %v, want %q", c.maxWait, args, c.arg)
 		}
 	}
 }

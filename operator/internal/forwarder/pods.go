@@ -8,26 +8,32 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
 // Pod is one address of a Ready forwarder pod, to stand in for the
-// workload's pods in a forwarded Service's EndpointSlices.
+// workload's pods in a forwarded Service's EndpointSlices: GKE's NEG
+// controller looks the pod up by name, checks its UID, address and node
+// (docs/compatibility.md).
 type Pod struct {
 	IP       string
 	Family   napwakev1alpha1.IPFamily
 	Name     string
+	UID      types.UID
 	NodeName string
 }
 
-// ReadyPods returns every address of the Ready forwarder pods that are not
-// being deleted, sorted by address.
+// ReadyPods returns every address of the forwarder pods that are Ready, on
+// a node, not being deleted and not in a terminal phase (a pod's Ready
+// condition can lag its end), sorted by address.
 func ReadyPods(pods []corev1.Pod) []Pod {
 	var out []Pod
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp != nil || !podReady(p) {
+		if p.DeletionTimestamp != nil || !podReady(p) || p.Spec.NodeName == "" ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		ips := p.Status.PodIPs
@@ -43,7 +49,7 @@ func ReadyPods(pods []corev1.Pod) []Pod {
 			if parsed.To4() != nil {
 				fam = napwakev1alpha1.IPFamily(corev1.IPv4Protocol)
 			}
-			out = append(out, Pod{IP: ip.IP, Family: fam, Name: p.Name, NodeName: p.Spec.NodeName})
+			out = append(out, Pod{IP: ip.IP, Family: fam, Name: p.Name, UID: p.UID, NodeName: p.Spec.NodeName})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].IP < out[j].IP })

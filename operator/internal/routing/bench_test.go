@@ -236,7 +236,7 @@ func waitOn(b *testing.B, ctx context.Context, c client.WithWatch, w watch.Inter
 
 // waitIdle waits until the controller's work queue has been empty, with no
 // reconcile running, for half a second, by its controller-runtime metrics.
-func waitIdle(b *testing.B, controller string) {
+func waitIdle(b testing.TB, controller string) {
 	b.Helper()
 	busy := func() bool {
 		mfs, err := metrics.Registry.Gather()

@@ -21,7 +21,10 @@ import (
 
 // managed starts a manager running the Router's controllers, its cache
 // limited to the test's namespace and the doorman's, and returns the Router.
-func (f *fixture) managed() *Router {
+func (f *fixture) managed() *Router { return f.managedWith() }
+
+// managedWith is managed with the Router's options changed by mod.
+func (f *fixture) managedWith(mod ...func(*Options)) *Router {
 	f.t.Helper()
 	nss := map[string]cache.Config{f.ns: {}, doormanNS: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -32,7 +35,11 @@ func (f *fixture) managed() *Router {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	f.g.Expect(err).NotTo(HaveOccurred())
-	r, err := New(mgr.GetClient(), mgr.GetAPIReader(), Options{DoormanService: doormanNS + "/" + f.doorman, Dial: f.pods.dial}, f.clock, recorder)
+	opts := Options{DoormanService: doormanNS + "/" + f.doorman, Dial: f.pods.dial}
+	for _, m := range mod {
+		m(&opts)
+	}
+	r, err := New(mgr.GetClient(), mgr.GetAPIReader(), opts, f.clock, recorder)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(f.ctx)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -104,7 +106,7 @@ func (r *Router) ensureForwarder(ctx context.Context, mw *napwakev1alpha1.Manage
 	want := forwarder.Deployment(forwarder.Spec{
 		Namespace: mw.Namespace, Workload: mw.Name, OwnerUID: mw.UID,
 		OperatorNamespace: r.doorman.Namespace, Image: r.opts.Forwarder.Image, Replicas: r.opts.Forwarder.Replicas,
-		DoormanHost: r.forwarderDoormanHost(), Ports: ps,
+		DoormanHost: r.forwarderDoormanHost(), Ports: ps, MaxWait: maxWaitOf(mw),
 	})
 	hash, err := specHash(want)
 	if err != nil {
@@ -147,6 +149,14 @@ func (r *Router) ensureForwarder(ctx context.Context, mw *napwakev1alpha1.Manage
 		return fwdState{}, fmt.Errorf("listing the NEG forwarder's pods: %w", err)
 	}
 	return fwdState{ready: forwarder.ReadyPods(pods.Items), notReady: forwarder.NotReady(&have, pods.Items)}, nil
+}
+
+// maxWaitOf is the workload's wake.maxWait, 0 when unset.
+func maxWaitOf(mw *napwakev1alpha1.ManagedWorkload) time.Duration {
+	if mw.Spec.Wake.MaxWait == nil {
+		return 0
+	}
+	return mw.Spec.Wake.MaxWait.Duration
 }
 
 func specHash(d *appsv1.Deployment) (string, error) {
@@ -217,7 +227,33 @@ func forwardedSlices(namespace, workload string, routes []napwakev1alpha1.Route,
 	out := epslice.BuildAll(namespace, workload, fwd, uids, eps)
 	for i := range out {
 		out[i].Labels[napwakev1alpha1.LabelForwarded] = "true"
+		out[i].Endpoints = forwardedEndpoints(namespace, pods, napwakev1alpha1.IPFamily(out[i].AddressType))
 	}
+	return out
+}
+
+// forwardedEndpoints are the endpoints of a forwarded slice of the family:
+// unlike the doorman's, each names its forwarder pod, which is in the
+// Service's namespace, and its node, as GKE's NEG controller needs: it
+// fails the sync on an endpoint without a nodeName, and skips one without
+// a targetRef to a Pod of the Service's namespace that has the endpoint's
+// address (docs/compatibility.md). Sorted by address, as the doorman's.
+func forwardedEndpoints(namespace string, pods []forwarder.Pod, family napwakev1alpha1.IPFamily) []discoveryv1.Endpoint {
+	var out []discoveryv1.Endpoint
+	seen := map[string]bool{}
+	for _, p := range pods {
+		if p.Family != family || p.NodeName == "" || seen[p.IP] {
+			continue
+		}
+		seen[p.IP] = true
+		out = append(out, discoveryv1.Endpoint{
+			Addresses:  []string{p.IP},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			NodeName:   ptr.To(p.NodeName),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: p.Name, UID: p.UID},
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addresses[0] < out[j].Addresses[0] })
 	return out
 }
 

@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"context"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/forwarder"
 	"napwake.dev/operator/internal/routing/plan"
+	"napwake.dev/shared/negcheck"
 )
 
 const forwarderImage = "registry.local/napwake-forwarder:v0.1.0"
@@ -67,16 +70,59 @@ func (f *fixture) forwarderDeployment(workload string) (*appsv1.Deployment, erro
 }
 
 // forwarderPod creates a forwarder pod of workload api, as its ReplicaSet
-// would, with the given status (envtest runs no controllers or kubelet).
-func (f *fixture) forwarderPod(name string, status corev1.PodStatus) {
+// would, with the given status (envtest runs no controllers or kubelet),
+// on a node of its own whose podCIDRs hold the pod's addresses, as GKE's
+// NEG controller checks. It returns the pod as created.
+func (f *fixture) forwarderPod(name string, status corev1.PodStatus, mod ...func(*corev1.Pod)) *corev1.Pod {
 	f.t.Helper()
+	node := f.node(name, status.PodIPs)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: forwarder.Labels(doormanNS, "api")},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "forwarder", Image: forwarderImage}}, NodeName: "node-" + name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "forwarder", Image: forwarderImage}}, NodeName: node},
+	}
+	for _, m := range mod {
+		m(p)
 	}
 	f.create(p)
 	p.Status = status
 	f.g.Expect(k8s.Status().Update(f.ctx, p)).To(Succeed())
+	return p
+}
+
+// node creates the node a forwarder pod runs on, named after the test's
+// namespace (nodes are cluster-wide), its podCIDRs the /24 or /64 around
+// each of ips.
+func (f *fixture) node(pod string, ips []corev1.PodIP) string {
+	f.t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-node-" + pod}}
+	for _, ip := range ips {
+		a := netip.MustParseAddr(ip.IP)
+		bits := 24
+		if a.Is6() {
+			bits = 64
+		}
+		n.Spec.PodCIDRs = append(n.Spec.PodCIDRs, netip.PrefixFrom(a, bits).Masked().String())
+	}
+	if len(n.Spec.PodCIDRs) > 0 {
+		n.Spec.PodCIDR = n.Spec.PodCIDRs[0]
+	}
+	f.create(n)
+	return n.Name
+}
+
+// expectGKETakesTheForwardedSlices runs the checker written from GKE's NEG
+// controller's rules (shared/negcheck) over the namespace's forwarded
+// slices, and expects them to be ips, and to pass.
+func (f *fixture) expectGKETakesTheForwardedSlices(ips ...string) {
+	f.t.Helper()
+	slices, problems, err := negcheck.Live(f.ctx, k8s, f.ns)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	var got []string
+	for i := range slices {
+		got = append(got, endpointIPs(&slices[i])...)
+	}
+	f.g.Expect(got).To(ConsistOf(ips), "the forwarded slices' addresses")
+	f.g.Expect(problems).To(BeEmpty(), "GKE's NEG controller takes every endpoint of every forwarded slice")
 }
 
 // oneDoorman is a fixture with one Ready doorman pod, listening.
@@ -89,7 +135,8 @@ func oneDoorman(t *testing.T) *fixture {
 }
 
 func readyStatus(ip string) corev1.PodStatus {
-	return corev1.PodStatus{PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	return corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 }
 
 func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheDoorman(t *testing.T) {
@@ -138,7 +185,7 @@ func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheD
 			f.g.Expect(sliceNames(f.slices())).To(Equal([]string{"internal-napwake-ipv4"}))
 
 			// Two Ready forwarder pods: api's slice leads to them, on the target port.
-			f.forwarderPod("fwd-a", readyStatus("10.2.0.1"))
+			fwdA := f.forwarderPod("fwd-a", readyStatus("10.2.0.1"))
 			f.forwarderPod("fwd-b", readyStatus("10.2.0.2"))
 			after, err = r.Route(f.ctx, mw, forwardedTemplate())
 			f.g.Expect(err).NotTo(HaveOccurred())
@@ -148,13 +195,17 @@ func TestAPausedWorkloadsNEGServiceGoesThroughTheForwarderItsOtherServicesToTheD
 			f.g.Expect(err).NotTo(HaveOccurred())
 			f.g.Expect(s.Labels).To(HaveKeyWithValue("napwake.dev/forwarded", "true"))
 			f.g.Expect(endpointIPs(s)).To(Equal([]string{"10.2.0.1", "10.2.0.2"}))
-			f.g.Expect(s.Endpoints[0].TargetRef).To(BeNil(), "no endpoint carries a targetRef (docs/design/pause-wake.md#the-doormans-endpointslices)")
+			f.g.Expect(s.Endpoints[0].TargetRef).To(Equal(&corev1.ObjectReference{Kind: "Pod", Namespace: f.ns, Name: "fwd-a", UID: fwdA.UID}),
+				"each endpoint names its forwarder pod, in the Service's namespace")
+			f.g.Expect(s.Endpoints[0].NodeName).To(Equal(ptr.To(fwdA.Spec.NodeName)), "and its node")
+			f.expectGKETakesTheForwardedSlices("10.2.0.1", "10.2.0.2")
 			f.g.Expect(*s.Ports[0].Name).To(Equal("http"))
 			f.g.Expect(*s.Ports[0].Port).To(Equal(int32(8080)))
 			other, err := f.slice("internal-napwake-ipv4")
 			f.g.Expect(err).NotTo(HaveOccurred())
 			f.g.Expect(other.Labels).NotTo(HaveKey("napwake.dev/forwarded"))
 			f.g.Expect(endpointIPs(other)).To(Equal([]string{"10.1.0.1"}))
+			f.g.Expect(other.Endpoints[0].TargetRef).To(BeNil(), "the doorman's own slices carry no targetRef")
 			f.g.Expect(*other.Ports[0].Port).To(Equal(internalRoute.DoormanPort))
 
 			// A doorman move leaves the forwarded slice alone.
@@ -383,4 +434,48 @@ func TestRouteWithAStaleCopyKeepsTheDoormanPort(t *testing.T) {
 	again, err := f.forwarderDeployment("api")
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(again.Generation).To(Equal(dep.Generation), "the forwarder is not rolled out again")
+}
+
+// TestAForwarderPodLeavesTheSlicesWhenItTerminatesOrEnds: with the
+// controllers running, a forwarder pod that begins to terminate leaves the
+// forwarded slice at once (its Deployment does not change: envtest runs no
+// Deployment controller), and a pod that has ended while its Ready
+// condition still says True never goes in. What is left passes GKE's rules.
+func TestAForwarderPodLeavesTheSlicesWhenItTerminatesOrEnds(t *testing.T) {
+	f := oneDoorman(t)
+	tmpl := f.deployment()
+	f.service("api", negMarkers[2].opt)
+	mw := f.pausing("api")
+	// The pods first: no Route finds the forwarder not Ready, which would
+	// look again RetryMin later whatever happens.
+	f.forwarderPod("fwd-a", readyStatus("10.2.0.1"), func(p *corev1.Pod) { p.Finalizers = []string{"napwake.dev/test-keeps-it"} })
+	f.forwarderPod("fwd-b", readyStatus("10.2.0.2"))
+	ended := readyStatus("10.2.0.3")
+	ended.Phase = corev1.PodFailed
+	f.forwarderPod("fwd-c", ended)
+	r := f.managedWith(withForwarder)
+	_, err := r.Route(f.ctx, mw, tmpl)
+	f.g.Expect(err).NotTo(HaveOccurred())
+	f.expectGKETakesTheForwardedSlices("10.2.0.1", "10.2.0.2")
+	// What the start and the new Deployment set off is done: only the pod's
+	// end can move the slice now.
+	waitIdle(t, "napwake-forwarders")
+	waitIdle(t, "napwake-routing")
+
+	a := &corev1.Pod{}
+	f.g.Expect(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "fwd-a"}, a)).To(Succeed())
+	f.g.Expect(k8s.Delete(f.ctx, a)).To(Succeed())
+	t.Cleanup(func() {
+		base := a.DeepCopy()
+		a.Finalizers = nil
+		_ = k8s.Patch(context.Background(), a, client.MergeFrom(base))
+	})
+	f.g.Eventually(func() ([]string, error) {
+		s, err := f.slice("api-napwake-ipv4")
+		if err != nil {
+			return nil, err
+		}
+		return endpointIPs(s), nil
+	}).WithTimeout(4*time.Second).Should(Equal([]string{"10.2.0.2"}), "the terminating pod leaves the slice, before any retry (RetryMin, 5 s)")
+	f.expectGKETakesTheForwardedSlices("10.2.0.2")
 }

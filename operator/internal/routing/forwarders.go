@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,10 +23,11 @@ import (
 )
 
 // The forwarders controller, on only with the forwarder: it follows the
-// forwarder Deployments this operator runs. While their workload is paused,
-// a change (a pod becoming Ready or failing) re-routes it, so the slices
-// and the condition follow; otherwise the forwarder is marked to go
-// Linger later, and deleted once that time has passed.
+// forwarder Deployments this operator runs, and their pods. While their
+// workload is paused, a change (a pod becoming Ready, failing, or
+// beginning to terminate) re-routes it, so the slices and the condition
+// follow at once; otherwise the forwarder is marked to go Linger later,
+// and deleted once that time has passed.
 
 func eventFor(o client.Object) event.GenericEvent { return event.GenericEvent{Object: o} }
 
@@ -36,12 +38,25 @@ func (r *Router) setupForwarders(mgr ctrl.Manager) error {
 			d, ok := o.(*appsv1.Deployment)
 			return ok && r.isOurForwarder(d)
 		}))).
+		// The pods themselves, not only the Deployment's status: a pod
+		// leaves the slices as soon as it terminates, whatever the
+		// Deployment's controllers do meanwhile.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.forwarderOfPod), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			l := o.GetLabels()
+			return l[napwakev1alpha1.LabelAppName] == napwakev1alpha1.AppNameForwarder && l[napwakev1alpha1.LabelOperator] == r.doorman.Namespace &&
+				l[napwakev1alpha1.LabelWorkload] != ""
+		}))).
 		WatchesRawSource(source.Channel(r.reap, &handler.EnqueueRequestForObject{})).
 		Complete(reconcile.Func(r.reconcileForwarder))
 	if err != nil {
 		return fmt.Errorf("setting up the NEG forwarders controller: %w", err)
 	}
 	return nil
+}
+
+// forwarderOfPod maps a forwarder pod to its Deployment.
+func (r *Router) forwarderOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: forwarder.Name(o.GetLabels()[napwakev1alpha1.LabelWorkload])}}}
 }
 
 func (r *Router) reconcileForwarder(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -1,0 +1,192 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/go-logr/logr"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/randfill"
+)
+
+// cachedSlicePaths are the only JSON paths an EndpointSlice keeps in the
+// doorman's cache: what FilterEndpoints and the cache's own lookups read
+// (identity, the two labels, the controller owner reference, the address
+// type, the ports, and each endpoint's addresses, ready and terminating
+// conditions and targetRef). Indexes are written [].
+var cachedSlicePaths = []string{
+	"apiVersion", "kind",
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+	"metadata.labels.endpointslice.kubernetes.io/managed-by", "metadata.labels.kubernetes.io/service-name",
+	"metadata.ownerReferences[].apiVersion", "metadata.ownerReferences[].kind", "metadata.ownerReferences[].name",
+	"metadata.ownerReferences[].uid", "metadata.ownerReferences[].controller",
+	"addressType",
+	"ports[].name", "ports[].port", "ports[].protocol",
+	"endpoints[].addresses[]", "endpoints[].conditions.ready", "endpoints[].conditions.terminating",
+	"endpoints[].targetRef.kind", "endpoints[].targetRef.namespace", "endpoints[].targetRef.name", "endpoints[].targetRef.uid",
+}
+
+// leafPaths lists the JSON paths of v's leaves, indexes written [].
+func leafPaths(t *testing.T, v any) []string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if prefix == "" {
+					walk(k, e)
+				} else {
+					walk(prefix+"."+k, e)
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(prefix+"[]", e)
+			}
+		default:
+			seen[prefix] = true
+		}
+	}
+	walk("", doc)
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestTheCachedEndpointSliceKeepsWhatTheDoormanReadsAndNothingElse fills
+// every field of an EndpointSlice (randomly, many times, as new API fields
+// would be), with the labels and a controller owner reference the doorman
+// reads among others, and expects the trimmed slice to hold exactly the
+// paths above, each with the original's value.
+func TestTheCachedEndpointSliceKeepsWhatTheDoormanReadsAndNothingElse(t *testing.T) {
+	want := slices.Clone(cachedSlicePaths)
+	sort.Strings(want)
+	// Strings never empty (JSON leaves an empty string out); managed
+	// fields valid JSON.
+	f := randfill.NewWithSeed(30).NilChance(0).NumElements(1, 3).Funcs(
+		func(s *string, c randfill.Continue) { *s = "s" + c.String(0) },
+		func(u *types.UID, c randfill.Continue) { *u = types.UID("u" + c.String(0)) },
+		func(m *metav1.FieldsV1, _ randfill.Continue) { m.Raw = []byte(`{"f:addressType":{}}`) })
+	for i := range 50 {
+		var s discoveryv1.EndpointSlice
+		f.Fill(&s)
+		s.Kind, s.APIVersion = "EndpointSlice", "discovery.k8s.io/v1"
+		s.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+		s.Labels[discoveryv1.LabelServiceName] = "api"
+		s.OwnerReferences[len(s.OwnerReferences)-1].Controller = ptr.To(true)
+		for j := range len(s.OwnerReferences) - 1 {
+			s.OwnerReferences[j].Controller = ptr.To(false)
+		}
+		full := leafPaths(t, &s)
+		o, err := trimEndpointSlice(s.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed := o.(*discoveryv1.EndpointSlice)
+		if got := leafPaths(t, trimmed); !slices.Equal(got, want) {
+			t.Fatalf("fill %d: the trimmed slice holds\n%v\nwant exactly\n%v\n(the full slice holds %v)", i, got, want, full)
+		}
+		// Each kept value is the original's.
+		ctrl := s.OwnerReferences[len(s.OwnerReferences)-1]
+		checks := []struct {
+			what      string
+			got, want any
+		}{
+			{"identity", []string{trimmed.Name, trimmed.Namespace, string(trimmed.UID), trimmed.ResourceVersion}, []string{s.Name, s.Namespace, string(s.UID), s.ResourceVersion}},
+			{"labels", trimmed.Labels, map[string]string{discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io", discoveryv1.LabelServiceName: "api"}},
+			{"owner", fmt.Sprint(trimmed.OwnerReferences[0].APIVersion, trimmed.OwnerReferences[0].Kind, trimmed.OwnerReferences[0].Name, trimmed.OwnerReferences[0].UID, len(trimmed.OwnerReferences)),
+				fmt.Sprint(ctrl.APIVersion, ctrl.Kind, ctrl.Name, ctrl.UID, 1)},
+			{"address type", trimmed.AddressType, s.AddressType},
+		}
+		for j, p := range s.Ports {
+			checks = append(checks, struct {
+				what      string
+				got, want any
+			}{fmt.Sprint("port ", j), fmt.Sprint(*trimmed.Ports[j].Name, *trimmed.Ports[j].Port, *trimmed.Ports[j].Protocol), fmt.Sprint(*p.Name, *p.Port, *p.Protocol)})
+		}
+		for j, e := range s.Endpoints {
+			te := trimmed.Endpoints[j]
+			checks = append(checks, struct {
+				what      string
+				got, want any
+			}{fmt.Sprint("endpoint ", j), fmt.Sprint(te.Addresses, *te.Conditions.Ready, *te.Conditions.Terminating, te.TargetRef.Kind, te.TargetRef.Namespace, te.TargetRef.Name, te.TargetRef.UID),
+				fmt.Sprint(e.Addresses, *e.Conditions.Ready, *e.Conditions.Terminating, e.TargetRef.Kind, e.TargetRef.Namespace, e.TargetRef.Name, e.TargetRef.UID)})
+		}
+		for _, c := range checks {
+			if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+				t.Fatalf("fill %d: %s is %v, want the original's %v", i, c.what, c.got, c.want)
+			}
+		}
+	}
+}
+
+// TestTheDoormansCacheHoldsEndpointSlicesTrimmed: through NewCache, against
+// the API server, a slice the EndpointSlice controller would write (with
+// node names, zones, hints, serving, an annotation and managed fields) is
+// held trimmed, and what the doorman reads is as written.
+func TestTheDoormansCacheHoldsEndpointSlicesTrimmed(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	written := slice(discoveryv1.AddressTypeIPv4, ep("10.244.1.5", "api-1", ptr.To(true)))
+	written.Namespace = ns
+	written.Annotations = map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-12-06T04:00:00Z"}
+	written.Ports[0].AppProtocol = ptr.To("http")
+	e := &written.Endpoints[0]
+	e.TargetRef.Namespace = ns
+	e.Conditions.Serving, e.Conditions.Terminating = ptr.To(true), ptr.To(false)
+	e.NodeName, e.Zone, e.Hostname = ptr.To("node-1"), ptr.To("europe-west1-b"), ptr.To("api-1")
+	e.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "europe-west1-b"}}}
+	if err := k8s.Create(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCache(cfg, scheme, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache never synced")
+	}
+	var held discoveryv1.EndpointSlice
+	if err := c.Get(ctx, client.ObjectKeyFromObject(written), &held); err != nil {
+		t.Fatal(err)
+	}
+	he := held.Endpoints[0]
+	if held.Annotations != nil || held.ManagedFields != nil || held.Ports[0].AppProtocol != nil ||
+		he.NodeName != nil || he.Zone != nil || he.Hostname != nil || he.Hints != nil || he.Conditions.Serving != nil {
+		t.Fatalf("the cache holds the slice whole: %+v", held)
+	}
+	want, err := trimEndpointSlice(written.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := want.(*discoveryv1.EndpointSlice)
+	if !equality.Semantic.DeepEqual(held.Endpoints, w.Endpoints) || !equality.Semantic.DeepEqual(held.Ports, w.Ports) ||
+		!equality.Semantic.DeepEqual(held.Labels, w.Labels) || !equality.Semantic.DeepEqual(held.OwnerReferences, w.OwnerReferences) ||
+		held.AddressType != w.AddressType {
+		t.Fatalf("the cache holds %+v; want what the doorman reads as written, %+v", held, w)
+	}
+}
