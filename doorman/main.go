@@ -89,10 +89,9 @@ func runUntil(stop context.Context, args []string) error {
 		fmt.Println(version.Get("doorman").String())
 		return nil
 	}
-	if err := cfg.LoadEnv(os.Getenv); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	// Every value that cannot work is named at once, the environment's
+	// with the flags'.
+	if err := errors.Join(cfg.LoadEnv(os.Getenv), cfg.Validate()); err != nil {
 		return err
 	}
 	log, err := logging.New(os.Stderr, cfg.Logging)
