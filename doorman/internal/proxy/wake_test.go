@@ -187,12 +187,12 @@ func TestPageLoadsDuringAnOutageShareOneRetrier(t *testing.T) {
 	if v := bad.Load(); v != nil {
 		t.Fatalf("a page load did not get the waking-up page: %v", v)
 	}
+	if g := maxGoroutine.Load(); g > int64(baseline+4*browsers+50) {
+		t.Errorf("%d goroutines during the page loads (%d before them); want them bounded, not one per load", g, baseline)
+	}
 	live, started := retriers()
 	if started != 1 || live != 1 {
 		t.Fatalf("%d retriers started, %d live after %d page loads over %v; want exactly one, still running", started, live, loads, lastLoad.Sub(start).Round(time.Millisecond))
-	}
-	if g := maxGoroutine.Load(); g > int64(baseline+4*browsers+50) {
-		t.Errorf("%d goroutines during the page loads (%d before them); want them bounded, not one per load", g, baseline)
 	}
 	wait(t, "the retrier to end once its time after the last load is over", func() bool { live, _ := retriers(); return live == 0 })
 	if d := time.Since(lastLoad); d < time.Second-cfg.WakeRetry {
