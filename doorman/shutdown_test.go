@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -57,7 +58,7 @@ func TestASIGTERMTakesTheSpecsTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := testnet.FreePort(t)
+	port := freeDoormanPort(t)
 	if err := pausedWithRoute(k8s, "default", "sigterm", int32(port)); err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +147,24 @@ func TestASIGTERMTakesTheSpecsTimes(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	if log := stderr.String(); !strings.Contains(log, `servingFor="15s" thenFinishingWithin="25s"`) {
+	if log := stderr.String(); !strings.Contains(log, `servingFor=15s thenFinishingWithin=25s`) {
 		t.Errorf("the doorman did not log its periods:\n%s", log)
 	}
 	t.Logf("SIGTERM: refused new connections after %v, closed the held one after %v, exited after %v",
 		since(refused), since(closedAt), since(exitedAt))
+}
+
+// freeDoormanPort returns a port in the doorman range (20000-29999) that
+// nothing listens on now.
+func freeDoormanPort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		port := napwakev1alpha1.DoormanPortMin + rand.IntN(napwakev1alpha1.DoormanPortMax-napwakev1alpha1.DoormanPortMin+1)
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			_ = ln.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port in the doorman range")
+	return 0
 }
