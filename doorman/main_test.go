@@ -160,3 +160,12 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestAnEmptyPodIPsIsRefusedAtStart(t *testing.T) {
+	t.Setenv("POD_IPS", "")
+	t.Setenv("POD_IP", "")
+	err := run([]string{"--listen-address", "not-an-ip"})
+	if err == nil || !strings.Contains(err.Error(), "POD_IPS is empty") || !strings.Contains(err.Error(), "--listen-address") {
+		t.Fatalf("got %v, want both POD_IPS and --listen-address named", err)
+	}
+}

@@ -186,8 +186,13 @@ func TestDoormanDeploymentFollowsTheContract(t *testing.T) {
 			t.Errorf("env %s from %q, want %q", name, env[name], path)
 		}
 	}
-	if got := *spec.TerminationGracePeriodSeconds; got != 45 {
-		t.Errorf("terminationGracePeriodSeconds %d, want 45 (5 s preStop sleep + 40 s shutdown)", got)
+	// The doorman exits at most 43 s after SIGTERM (doorman/main.go's
+	// stopsWithin: 15 s of service, 25 s for open connections, 3 s of
+	// bookkeeping); the grace period holds the preStop sleep, that and a
+	// margin of 7 s (at least 5 s is enforced, below).
+	const doormanStopsWithin, margin = 43, 7
+	if got := *spec.TerminationGracePeriodSeconds; got != 5+doormanStopsWithin+margin {
+		t.Errorf("terminationGracePeriodSeconds %d, want %d (5 s preStop sleep + %d s shutdown + a %d s margin)", got, 5+doormanStopsWithin+margin, doormanStopsWithin, margin)
 	}
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 5 {
 		t.Errorf("preStop %+v, want a 5 s sleep action (the image has no shell)", c.Lifecycle)
@@ -346,9 +351,9 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 			[]string{"doorman.networkPolicy.egress.apiServer"},
 		},
 		{
-			"a grace period shorter than the preStop sleep and the doorman's 40 s",
-			[]string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=45"},
-			[]string{"doorman.terminationGracePeriodSeconds (45) must be at least doorman.preStopSleepSeconds + 40 (50)"},
+			"a grace period without 5 s over the preStop sleep and the doorman's 43 s",
+			[]string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=57"},
+			[]string{"doorman.terminationGracePeriodSeconds (57) must be at least doorman.preStopSleepSeconds + 48 (58)"},
 		},
 		{"the NEG forwarder without the doorman", []string{"--set", "doorman.negForwarder.enabled=true", "--set", "doorman.enabled=false"}, []string{"doorman.negForwarder.enabled needs doorman.enabled"}},
 		{"forwarder replicas out of range", []string{"--set", "doorman.negForwarder.replicas=0"}, []string{"doorman.negForwarder.replicas"}},

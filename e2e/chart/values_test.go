@@ -195,14 +195,14 @@ func componentValueCases() []valueCase {
 		},
 		{
 			name: "a longer preStop sleep with a grace period to match",
-			args: []string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=50"},
+			args: []string{"--set", "doorman.preStopSleepSeconds=10", "--set", "doorman.terminationGracePeriodSeconds=58"},
 			check: func(t *testing.T, objs objects) {
 				t.Helper()
 				d := objs.deployment(t, doormanName)
 				if s := container(t, d).Lifecycle.PreStop.Sleep.Seconds; s != 10 {
 					t.Errorf("preStop sleep %d", s)
 				}
-				if g := *d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != 50 {
+				if g := *d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != 58 {
 					t.Errorf("grace %d", g)
 				}
 			},

@@ -66,23 +66,35 @@ func scenarioScheduleWakes(ctx context.Context, ns string) {
 }
 
 // scenarioPauseUntil: napwake.dev/pause-until pauses a running workload;
-// while it holds, a browser and an API client get the doorman's 503 at once,
-// saying until when, and nothing wakes it; wake-requested does.
+// while it holds, a browser gets the asleep page saying until when, with no
+// button, and an API client the doorman's 503 saying until when, both at
+// once, and nothing wakes it; wake-requested does.
 func scenarioPauseUntil(ctx context.Context, ns string) {
 	app := optedIn("held", ns, 1, longIdle)
 	deployRunning(ctx, app)
-	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second).Format(time.RFC3339)
+	untilTime := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+	until := untilTime.Format(time.RFC3339)
 	Expect(fw.Annotate(ctx, ns, app.Name, map[string]string{napwakev1alpha1.AnnotationPauseUntil: until})).To(Succeed())
 	expectPausedAndRouted(ctx, ns, app.Name, 90*time.Second)
 
-	for _, ua := range []string{chromeLikeUA, "e2e-client/1"} {
-		By("a caller with User-Agent " + ua + " is told at once until when it is paused")
+	for _, c := range []struct {
+		ua     string
+		status int
+		says   string
+	}{
+		{chromeLikeUA, 200, "It stays asleep until <b>" + untilTime.Format("Mon 2 Jan 2006, 15:04") + " UTC</b>"},
+		{"e2e-client/1", 503, "This environment is paused until " + until},
+	} {
+		By("a caller with User-Agent " + c.ua + " is told at once until when it is paused")
 		resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"),
-			map[string]string{"User-Agent": ua, "Accept": "text/html,application/xhtml+xml", "Sec-Fetch-Mode": "navigate"}, 10*time.Second)
+			map[string]string{"User-Agent": c.ua, "Accept": "text/html,application/xhtml+xml", "Sec-Fetch-Mode": "navigate"}, 10*time.Second)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resp.Status).To(Equal(503))
-		Expect(resp.Body).To(ContainSubstring("This environment is paused until " + until))
-		Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
+		Expect(resp.Status).To(Equal(c.status))
+		Expect(resp.Body).To(ContainSubstring(c.says))
+		Expect(resp.Body).NotTo(ContainSubstring("<button"), "no Wake it button: nothing a caller sends can wake it")
+		if c.status == 503 {
+			Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
+		}
 		Expect(resp.Elapsed).To(BeNumerically("<", 5*time.Second), "answered at once, not held")
 	}
 	Consistently(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).

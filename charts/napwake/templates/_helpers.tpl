@@ -100,9 +100,12 @@ seccompProfile:
 {{- fail "doorman.networkPolicy.egress.enabled needs doorman.networkPolicy.egress.apiServer (the API server's endpoint addresses as CIDRs, from `kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes`): without them the doorman could not reach the API server." }}
 {{- end }}
 {{- end }}
-{{- $minGrace := add .Values.doorman.preStopSleepSeconds 40 }}
+{{- /* The doorman exits at most 43 s after SIGTERM: 15 s of service, 25 s
+for open connections, 3 s of bookkeeping (doorman/main.go, stopsWithin).
+The grace period keeps a margin of at least 5 s over that. */}}
+{{- $minGrace := add .Values.doorman.preStopSleepSeconds 48 }}
 {{- if lt (int .Values.doorman.terminationGracePeriodSeconds) (int $minGrace) }}
-{{- fail (printf "doorman.terminationGracePeriodSeconds (%v) must be at least doorman.preStopSleepSeconds + 40 (%v): the doorman takes up to 40 s after SIGTERM to pass on or close the connections it holds." .Values.doorman.terminationGracePeriodSeconds $minGrace) }}
+{{- fail (printf "doorman.terminationGracePeriodSeconds (%v) must be at least doorman.preStopSleepSeconds + 48 (%v): the doorman takes up to 43 s after SIGTERM to pass on or close the connections it holds and exit, and the grace period keeps a margin of 5 s over that." .Values.doorman.terminationGracePeriodSeconds $minGrace) }}
 {{- end }}
 {{- if and .Values.doorman.negForwarder.enabled (not .Values.doorman.enabled) }}
 {{- fail "doorman.negForwarder.enabled needs doorman.enabled: the forwarder passes connections to the doorman." }}

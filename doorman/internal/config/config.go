@@ -64,7 +64,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.Logging.BindFlags(fs)
 }
 
-// LoadEnv reads POD_NAME, POD_NAMESPACE and POD_IPS (else POD_IP).
+// LoadEnv reads POD_NAME, POD_NAMESPACE and POD_IPS (else POD_IP). With
+// neither holding an address it refuses, naming POD_IPS: the dial rules
+// keep the doorman from dialling itself by these addresses, and without
+// them a Service whose endpoints lead back to the doorman would loop
+// through it.
 func (c *Config) LoadEnv(getenv func(string) string) error {
 	c.PodName, c.PodNamespace = getenv("POD_NAME"), getenv("POD_NAMESPACE")
 	ips := getenv("POD_IPS")
@@ -81,6 +85,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			return fmt.Errorf("reading POD_IPS %q: %w", ips, err)
 		}
 		c.PodIPs = append(c.PodIPs, a)
+	}
+	if len(c.PodIPs) == 0 {
+		return fmt.Errorf("POD_IPS is empty (and POD_IP with it): the doorman needs its own addresses, so it never dials itself; set POD_IPS from the downward API's status.podIPs, as the chart does")
 	}
 	return nil
 }

@@ -84,3 +84,16 @@ func TestPodIPsFromTheDownwardAPI(t *testing.T) {
 		t.Fatal("bad POD_IPS accepted")
 	}
 }
+
+// An empty POD_IPS (no POD_IP either, or only separators) is refused,
+// naming it: the doorman would not know its own addresses and could dial
+// itself.
+func TestAnEmptyPodIPsIsRefusedNamingIt(t *testing.T) {
+	for _, env := range []map[string]string{{}, {"POD_IPS": ""}, {"POD_IPS": " , ,"}, {"POD_IPS": "", "POD_IP": ""}} {
+		c := &Config{}
+		err := c.LoadEnv(func(k string) string { return env[k] })
+		if err == nil || !strings.HasPrefix(err.Error(), "POD_IPS is empty") {
+			t.Errorf("%v: got %v, want a refusal naming POD_IPS", env, err)
+		}
+	}
+}

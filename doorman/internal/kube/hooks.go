@@ -40,7 +40,9 @@ type turnedKey struct {
 
 var _ proxy.Hooks = (*Hooks)(nil)
 
-// NewHooks returns hooks writing through c and recorder.
+// NewHooks returns hooks writing through c and recorder, stamping times
+// read from clk: the API server's clock (ServerClock) in the doorman, so
+// a node clock off by seconds stamps no wake before its pause.
 func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveClock, log logr.Logger) *Hooks {
 	return &Hooks{client: c, recorder: recorder, clock: clk, log: log,
 		lastWarn: map[string]time.Time{}, turnedAway: map[turnedKey]int64{}}

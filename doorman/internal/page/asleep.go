@@ -4,6 +4,7 @@ import (
 	"html"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,6 +13,11 @@ import (
 // its button's token (good for 10 minutes) stays fresh, and a tab left open
 // goes on to the app once someone has woken it.
 const AsleepRefreshSeconds = 60
+
+// NotReadyRefreshSeconds is how often the asleep page reloads while it
+// has no button to offer (NoticeNotReady): the doorman pod has just
+// started and not read the wake key yet, which takes a second or two.
+const NotReadyRefreshSeconds = 5
 
 // TokenField is the button's form field; package ask reads it by the same
 // name.
@@ -61,6 +67,13 @@ const (
 	// NoticeTooSoon: a click within a minute of the last wake request:
 	// 429, Retry-After: 60.
 	NoticeTooSoon
+	// NoticeTryAgain: a good click the cluster did not answer (the API
+	// server was away): 503, Retry-After: 5, with a fresh button.
+	NoticeTryAgain
+	// NoticeNotReady: this doorman pod has no wake key yet, so it offers
+	// no button, and a click it could not check woke nothing: 503,
+	// Retry-After: 5; the page reloads every NotReadyRefreshSeconds.
+	NoticeNotReady
 )
 
 const wakeCmd = "<code>kubectl napwake wake</code>"
@@ -77,6 +90,10 @@ var notices = [...]struct{ head, text string }{
 		"Nothing woke: this browser doesn’t say the click came from this page. Use a current browser, or someone with access to the cluster can wake it with " + wakeCmd + "."},
 	NoticeTooSoon: {asleepHead("429 Too Many Requests", "Retry-After: 60\r\n"),
 		"Someone asked for it to wake less than a minute ago. Try again in a minute."},
+	NoticeTryAgain: {asleepHead("503 Service Unavailable", "Retry-After: 5\r\n"),
+		"Nothing woke yet: the cluster did not answer. Press <b>Wake it</b> again in a moment."},
+	NoticeNotReady: {asleepHead("503 Service Unavailable", "Retry-After: "+strconv.Itoa(NotReadyRefreshSeconds)+"\r\n"),
+		"It can’t be woken from this page for a few seconds more. This page reloads by itself, then offers <b>Wake it</b>."},
 }
 
 func asleepHead(status, extra string) string {
@@ -91,21 +108,29 @@ func asleepHead(status, extra string) string {
 		"Content-Length: "
 }
 
-// The page's fixed parts, around the address, the notice and the token.
-var asleepTop = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
-	`<meta http-equiv="refresh" content="` + strconv.Itoa(AsleepRefreshSeconds) + `">` +
-	`<meta name="robots" content="noindex"><meta name="viewport" content="width=device-width,initial-scale=1">` +
-	`<title>Asleep</title><link rel="icon" href="` + icon + `"><style>` + asleepStyle + `</style></head>` +
-	`<body><main><i></i><h1>This environment is asleep</h1><p class="addr">`
-
+// The page's fixed parts, around the reload time, the address, the notice
+// and the token.
 const (
+	asleepRefresh = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
+		`<meta http-equiv="refresh" content="`
+	asleepTop = `"><meta name="robots" content="noindex"><meta name="viewport" content="width=device-width,initial-scale=1">` +
+		`<title>Asleep</title><link rel="icon" href="` + icon + `"><style>` + asleepStyle + `</style></head>` +
+		`<body><main><i></i><h1>This environment is asleep</h1><p class="addr">`
 	asleepNote = `<p class="note">`
 	asleepForm = `<p>It starts when someone asks for it, which takes a moment.</p>` +
 		`<form method="post"><input type="hidden" name="` + TokenField + `" value="`
 	asleepEnd = `"><button type="submit">Wake it</button></form>` +
 		`<p>This page reloads every minute, and opens the app once it is awake.</p>` +
 		`</main><script>` + asleepScript + `</script></body></html>`
+	// Without a button (Until, NoticeNotReady) the page has no script.
+	asleepUntil = `<p>It stays asleep until <b>`
+	asleepSoon  = `</b>. Someone with access to the cluster can wake it sooner with ` + wakeCmd + `.</p>` +
+		`<p>This page reloads every minute, and opens the app once it is awake.</p></main></body></html>`
+	asleepBare = `</main></body></html>`
 )
+
+// untilLayout is how the page shows a pause-until's end.
+const untilLayout = "Mon 2 Jan 2006, 15:04 MST"
 
 // AsleepPage describes one asleep page: the answer to a person's browser
 // opening a page of a paused workload that asks before waking, and to the
@@ -117,45 +142,63 @@ type AsleepPage struct {
 	Token string
 	// Notice says why a click woke nothing; NoticeNone for a page load.
 	Notice Notice
+	// Until, when set, is the end of the napwake.dev/pause-until that
+	// holds the workload asleep: nothing a browser does can wake it, so the
+	// page says until when, offers no button and has no notice (200).
+	Until time.Time
 }
 
-// Render returns the complete response: 200, or 403 or 429 with a notice,
-// and Connection: close. The page's form has no action, so it posts back to
-// the address the browser shows, a path prefix included; it names no
-// namespace, workload or Service.
+// Render returns the complete response: 200, or 403, 429 or 503 with a
+// notice, and Connection: close. The page's form has no action, so it
+// posts back to the address the browser shows, a path prefix included; it
+// names no namespace, workload or Service. Without a token there is no
+// button: the page says so (NoticeNotReady) and reloads every
+// NotReadyRefreshSeconds; with Until it says until when it sleeps.
 func (a AsleepPage) Render() []byte {
+	notice, refresh := a.Notice, AsleepRefreshSeconds
+	switch {
+	case !a.Until.IsZero():
+		notice = NoticeNone
+	case a.Token == "":
+		notice, refresh = NoticeNotReady, NotReadyRefreshSeconds
+	}
 	n := notices[NoticeNone]
-	if a.Notice > NoticeNone && int(a.Notice) < len(notices) {
-		n = notices[a.Notice]
+	if notice > NoticeNone && int(notice) < len(notices) {
+		n = notices[notice]
 	}
 	host, path := a.Host, a.Path // shown as they are when they can be
 	if len(host)+len(path) > maxShown || !plain(host) || !plain(path) {
 		host, path = shownAddress(host, path), ""
 	}
-	tok := a.Token // base64url, as ask.Issue makes it, needs no escaping
-	if !plain(tok) {
-		tok = html.EscapeString(tok)
-	}
-	bodyLen := len(asleepTop) + len(host) + len(path) + len("</p>") + len(asleepForm) + len(tok) + len(asleepEnd)
+	parts := make([]string, 0, 10)
+	parts = append(parts, asleepRefresh, strconv.Itoa(refresh), asleepTop, host, path, "</p>")
 	if n.text != "" {
-		bodyLen += len(asleepNote) + len(n.text) + len("</p>")
+		parts = append(parts, asleepNote, n.text, "</p>")
+	}
+	switch {
+	case !a.Until.IsZero():
+		parts = append(parts, asleepUntil, a.Until.UTC().Format(untilLayout), asleepSoon)
+	case a.Token == "":
+		parts = append(parts, asleepBare)
+	default:
+		tok := a.Token // base64url, as ask.Issue makes it, needs no escaping
+		if !plain(tok) {
+			tok = html.EscapeString(tok)
+		}
+		parts = append(parts, asleepForm, tok, asleepEnd)
+	}
+	bodyLen := 0
+	for _, p := range parts {
+		bodyLen += len(p)
 	}
 	b := make([]byte, 0, len(n.head)+len("0000\r\nConnection: close\r\n\r\n")+bodyLen)
 	b = append(b, n.head...)
 	b = strconv.AppendInt(b, int64(bodyLen), 10)
 	b = append(b, "\r\nConnection: close\r\n\r\n"...)
-	b = append(b, asleepTop...)
-	b = append(b, host...)
-	b = append(b, path...)
-	b = append(b, "</p>"...)
-	if n.text != "" {
-		b = append(b, asleepNote...)
-		b = append(b, n.text...)
-		b = append(b, "</p>"...)
+	for _, p := range parts {
+		b = append(b, p...)
 	}
-	b = append(b, asleepForm...)
-	b = append(b, tok...)
-	return append(b, asleepEnd...)
+	return b
 }
 
 // shownAddress is host+path as the page shows it: at most maxShown bytes,

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 const tok = "AQhBQUFBQUFBQQAAAABo-abc_123"
@@ -86,6 +87,7 @@ func TestTheAsleepPageAfterAClickThatWokeNothing(t *testing.T) {
 		{"a click from another address gets 403 naming kubectl napwake wake", NoticeOtherAddress, 403, "", []string{"Nothing woke", "another address", "<code>kubectl napwake wake</code>"}},
 		{"an old browser gets 403 saying to use a current browser or kubectl napwake wake", NoticeOldBrowser, 403, "", []string{"Nothing woke", "current browser", "<code>kubectl napwake wake</code>"}},
 		{"a click within a minute gets 429 with Retry-After: 60, to try again in a minute", NoticeTooSoon, 429, "60", []string{"Try again in a minute"}},
+		{"a click the cluster did not answer gets 503 with Retry-After: 5, to press again", NoticeTryAgain, 503, "5", []string{"Nothing woke yet", "did not answer", "again in a moment"}},
 		{"a notice out of range is a page load", Notice(99), 200, "", nil},
 	}
 	for _, tc := range cases {
@@ -101,6 +103,50 @@ func TestTheAsleepPageAfterAClickThatWokeNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Without a token (the doorman pod has not read the wake key yet) the page
+// offers no button a click on which could only be refused: it says so,
+// answers 503 with Retry-After: 5 and reloads every 5 s, whatever the
+// notice asked for.
+func TestTheAsleepPageWithoutATokenOffersNoButton(t *testing.T) {
+	for _, n := range []Notice{NoticeNone, NoticeExpired, NoticeTryAgain} {
+		resp, body := parse(t, AsleepPage{Host: "h", Path: "/", Notice: n}.Render(), "GET")
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "5" || resp.Header.Get("Content-Security-Policy") != AsleepCSP {
+			t.Fatalf("notice %d: status %d, headers %v", n, resp.StatusCode, resp.Header)
+		}
+		for _, want := range []string{`<meta http-equiv="refresh" content="5">`, "for a few seconds more", "reloads by itself"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("notice %d: body lacks %q:\n%s", n, want, body)
+			}
+		}
+		for _, never := range []string{"<form", "<button", "<script", TokenField} {
+			if strings.Contains(body, never) {
+				t.Errorf("notice %d: body has %q:\n%s", n, never, body)
+			}
+		}
+	}
+}
+
+// Under pause-until a browser gets the asleep page saying until when, with
+// no button (nothing it sends can wake the workload) and no notice: 200.
+func TestTheAsleepPageUnderPauseUntilSaysUntilWhen(t *testing.T) {
+	until := time.Date(2026, 10, 23, 20, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+	resp, body := parse(t, AsleepPage{Host: "h", Path: "/", Token: tok, Notice: NoticeExpired, Until: until}.Render(), "GET")
+	if resp.StatusCode != 200 || resp.Header.Get("Retry-After") != "" || resp.Header.Get("Content-Security-Policy") != AsleepCSP {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	for _, want := range []string{`<meta http-equiv="refresh" content="60">`, "This environment is asleep",
+		"It stays asleep until <b>Fri 23 Oct 2026, 18:00 UTC</b>", "<code>kubectl napwake wake</code>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	for _, never := range []string{"<form", "<button", "<script", TokenField, `class="note"`} {
+		if strings.Contains(body, never) {
+			t.Errorf("body has %q:\n%s", never, body)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"time"
 
 	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/page"
@@ -63,8 +64,11 @@ func (c *conn) click(d Decision) Decision {
 	cancel()
 	switch {
 	case err != nil:
+		// The person is shown the page again, saying the click woke
+		// nothing yet, with a button to press again: not the 503 that
+		// anything but a browser gets, and not counted as turned away.
 		s.log.Error(err, "Stamping a click on Wake it", "workload", c.route.Workload.Key())
-		return Decision{Action: Answer, Reply: AsleepReply}
+		return Decision{Action: Answer, Reply: ClickFailedPage}
 	case !woke:
 		c.verdict.Kind = ask.TooSoon
 		return decideAsk(ask.TooSoon, true, true)
@@ -75,19 +79,22 @@ func (c *conn) click(d Decision) Decision {
 	// click.
 	clicked := c.route
 	clicked.Workload.Ask = false
-	go s.waker.wake(s.ctx, clicked, c.src, s.cfg.Clock.Now().Add(answeredWakeFor))
+	s.waker.wakeAnswered(s.ctx, clicked, c.src)
 	d.Wake = false // woken here, not by answer
 	return d
 }
 
-// asleepPage renders the asleep page for the request, with a fresh button
-// and the verdict's notice.
-func (c *conn) asleepPage() []byte {
+// asleepPage renders the asleep page for the request with the notice,
+// and a fresh button when this pod has a key to sign it with: without one
+// it offers none (a click on it could only be refused) and the page says
+// so. With until (pause-until in force) it says until when, and offers no
+// button either.
+func (c *conn) asleepPage(notice page.Notice, until time.Time) []byte {
 	s := c.srv
 	w := c.route.Workload
 	now := s.cfg.Clock.Now()
-	p := page.AsleepPage{Host: c.head.Host, Path: c.head.Path, Notice: c.verdict.Kind.Notice()}
-	if r := s.ring(); r != nil {
+	p := page.AsleepPage{Host: c.head.Host, Path: c.head.Path, Notice: notice, Until: until}
+	if r := s.ring(); r != nil && until.IsZero() {
 		if k, ok := r.Signer(now); ok {
 			p.Token = ask.Issue(k, w.Key(), w.PausedAt, now)
 		}

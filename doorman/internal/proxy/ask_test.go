@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -144,8 +145,9 @@ func wantAsleepPage(t *testing.T, p askPod, resp, wantStatus, words string) {
 	if !strings.Contains(resp, words) {
 		t.Fatalf("the page does not say %q:\n%s", words, resp)
 	}
+	_, body, _ := strings.Cut(resp, "\r\n\r\n")
 	for _, secret := range []string{"preview-42", `api"`, ">api<", "Service"} {
-		if strings.Contains(resp, secret) {
+		if strings.Contains(body, secret) {
 			t.Fatalf("the page names %q:\n%s", secret, resp)
 		}
 	}
@@ -375,14 +377,98 @@ func TestOnceWakingABrowserGetsTheWakingUpPageAsWithRequest(t *testing.T) {
 	}
 }
 
-func TestWithoutAKeyTheButtonWakesNothing(t *testing.T) {
-	h := newHarness(t, testConfig(), askWorkload())
-	p := askPod{harness: h}
-	resp := p.exchange(t, post(page.TokenField+"=", chromeUA, overHTTPS...))
-	if status(resp) != "HTTP/1.1 403 Forbidden" {
-		t.Fatalf("got %s", resp)
+// A doorman pod that has not read the wake key yet (just started) offers
+// no button, which it could only refuse: a page load gets the asleep page
+// saying so, reloading in 5 s, and a click (from another pod's page) wakes
+// nothing and gets the same, not a 403.
+func TestWithoutAKeyThePageOffersNoButton(t *testing.T) {
+	for _, keys := range []Keys{nil, staticKeys{&ask.Ring{}}} {
+		cfg := testConfig()
+		cfg.Keys = keys
+		h := newHarness(t, cfg, askWorkload())
+		p := askPod{harness: h}
+		for _, req := range []string{
+			pageLoad(askHost, chromeUA, "Sec-Fetch-Mode: navigate\r\n", "Sec-Fetch-Site: none\r\n"),
+			post(page.TokenField+"=", chromeUA, overHTTPS...),
+		} {
+			resp := p.exchange(t, req)
+			if status(resp) != "HTTP/1.1 503 Service Unavailable" || header(resp, "Retry-After") != "5" ||
+				header(resp, "Content-Security-Policy") != page.AsleepCSP || !strings.Contains(resp, "for a few seconds more") {
+				t.Fatalf("keys %v: got %s", keys, resp)
+			}
+			for _, never := range []string{"<form", "<button", page.TokenField} {
+				if strings.Contains(resp, never) {
+					t.Fatalf("keys %v: the page has %q:\n%s", keys, never, resp)
+				}
+			}
+		}
+		assertNoWake(t, p, 0)
+	}
+}
+
+// A click the cluster does not answer (the API server away) gets the
+// asleep page again, saying nothing woke yet, with a fresh button to press
+// again: not the plain 503 for what is not a browser, and not counted.
+// Once the cluster answers, the next click wakes.
+func TestAClickTheClusterDidNotAnswerGetsTheAsleepPageAgain(t *testing.T) {
+	p := newAskPods(t, 1, askWorkload())[0]
+	p.rec.mu.Lock()
+	p.rec.clickErr = errors.New("the API server is away")
+	p.rec.mu.Unlock()
+	resp := p.exchange(t, post(clickForm(p.token()), chromeUA, overHTTPS...))
+	wantAsleepPage(t, p, resp, "HTTP/1.1 503 Service Unavailable", "the cluster did not answer")
+	if got := header(resp, "Retry-After"); got != "5" {
+		t.Fatalf("Retry-After %q, want 5", got)
 	}
 	assertNoWake(t, p, 0)
+	p.rec.mu.Lock()
+	p.rec.clickErr = nil
+	p.rec.mu.Unlock()
+	resp = p.exchange(t, post(clickForm(p.token()), chromeUA, overHTTPS...))
+	if want := string(page.Waking{Host: askHost, Path: "/pulls/412"}.Render()); resp != want {
+		t.Fatalf("the click once the cluster answers got\n%s\nwant the waking-up page", resp)
+	}
+	if n := p.rec.lastClick.count(); n != 1 {
+		t.Fatalf("%d clicks stamped, want 1", n)
+	}
+}
+
+// Under pause-until a person's browser gets the asleep page saying until
+// when, with no button, and is not counted as turned away; what is not a
+// browser gets the paused 503 and is counted. Nothing wakes. For a
+// workload that asks and one that wakes on request alike.
+func TestUnderPauseUntilABrowserGetsTheAsleepPageSayingUntilWhen(t *testing.T) {
+	until := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	for _, asks := range []bool{true, false} {
+		w := askWorkload()
+		w.Ask, w.PauseUntil = asks, until
+		p := newAskPods(t, 1, w)[0]
+		for _, req := range []string{
+			pageLoad(askHost, chromeUA, "Sec-Fetch-Mode: navigate\r\n", "Sec-Fetch-Site: none\r\n"),
+			pageLoad(askHost, safariUA),
+			post(clickForm(p.token()), chromeUA, overHTTPS...),
+		} {
+			resp := p.exchange(t, req)
+			if status(resp) != "HTTP/1.1 200 OK" || header(resp, "Content-Security-Policy") != page.AsleepCSP ||
+				!strings.Contains(resp, "It stays asleep until <b>"+until.UTC().Format("Mon 2 Jan 2006, 15:04")+" UTC</b>") {
+				t.Fatalf("asks %v: a browser got\n%s\nwant the asleep page saying until when", asks, resp)
+			}
+			for _, never := range []string{"<form", "<button", page.TokenField} {
+				if strings.Contains(resp, never) {
+					t.Fatalf("asks %v: the page has %q:\n%s", asks, never, resp)
+				}
+			}
+		}
+		assertNoWake(t, p, 0)
+		resp := p.exchange(t, "GET /api/items HTTP/1.1\r\nHost: "+askHost+"\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
+		if status(resp) != "HTTP/1.1 503 Service Unavailable" || !strings.Contains(resp, "paused until "+until.UTC().Format(time.RFC3339)) {
+			t.Fatalf("asks %v: curl got\n%s\nwant the paused 503", asks, resp)
+		}
+		assertNoWake(t, p, 1)
+		if got := p.wakes(metrics.ResultTurnedAway); got != 1 {
+			t.Fatalf("asks %v: turned_away %v, want 1 (the curl alone)", asks, got)
+		}
+	}
 }
 
 func TestAfterAClickAPageLoadGetsTheWakingUpPage(t *testing.T) {

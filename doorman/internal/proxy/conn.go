@@ -47,6 +47,7 @@ type conn struct {
 	sock    *net.TCPConn
 	rc      syscall.RawConn // sock's
 	port    int
+	gen     *portListener // the listener it came through (Server.conns)
 	route   Route
 	removed bool // the route went: its port lingers, waking nothing
 	src     netip.Addr
@@ -75,8 +76,8 @@ type conn struct {
 // errCallerLeft: the caller closed before it could be passed on.
 var errCallerLeft = errors.New("caller left")
 
-func newConn(s *Server, sock *net.TCPConn, port int, r Route, removed bool) *conn {
-	c := &conn{srv: s, sock: sock, port: port, route: r, removed: removed, src: remoteAddr(sock)}
+func newConn(s *Server, sock *net.TCPConn, pl *portListener, r Route, removed bool) *conn {
+	c := &conn{srv: s, sock: sock, port: pl.port, gen: pl, route: r, removed: removed, src: remoteAddr(sock)}
 	c.rc, c.readErr = sock.SyscallConn()
 	return c
 }
@@ -212,7 +213,11 @@ func (c *conn) answer(res classify.Result, d Decision) {
 	case AsleepReply:
 		out = page.Asleep(res.WantsJSON, head)
 	case AsleepPage:
-		out = c.asleepPage()
+		out = c.asleepPage(c.verdict.Kind.Notice(), time.Time{})
+	case ClickFailedPage:
+		out = c.asleepPage(page.NoticeTryAgain, time.Time{})
+	case PausedPage:
+		out = c.asleepPage(page.NoticeNone, c.terms.PausedUntil)
 	case PausedReply:
 		out = page.Paused(c.terms.PausedUntil, s.cfg.Clock.Now(), res.WantsJSON, head)
 	case WakingPage:
@@ -225,7 +230,7 @@ func (c *conn) answer(res classify.Result, d Decision) {
 	case NoReply:
 	}
 	if d.Wake {
-		go s.waker.wake(s.ctx, c.route, c.src, s.cfg.Clock.Now().Add(answeredWakeFor))
+		s.waker.wakeAnswered(s.ctx, c.route, c.src)
 	}
 	if d.TurnedAway {
 		s.metrics.Wakes.WithLabelValues(metrics.ResultTurnedAway).Inc()
@@ -404,7 +409,7 @@ func (c *conn) connectAndReplay(ctx context.Context, eps []netip.AddrPort) (_ *n
 	if err != nil {
 		return nil, err
 	}
-	if !s.track(backend, c.port) {
+	if !s.track(backend, c.gen) {
 		_ = backend.Close()
 		return nil, errCallerLeft
 	}

@@ -57,6 +57,8 @@ type recorder struct {
 	// lastClick stands in for the ManagedWorkload's napwake.dev/last-request,
 	// which every doorman pod sees: harnesses that share one are two pods.
 	lastClick *clickStore
+	// clickErr, when set, is every Click's error: an API server away.
+	clickErr error
 }
 
 // clickStore is one ManagedWorkload's last wake request, written under its
@@ -70,6 +72,12 @@ type clickStore struct {
 }
 
 func (r *recorder) Click(_ context.Context, w Workload, service string, from netip.Addr) (bool, error) {
+	r.mu.Lock()
+	err := r.clickErr
+	r.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
 	s := r.lastClick
 	s.mu.Lock()
 	defer s.mu.Unlock()

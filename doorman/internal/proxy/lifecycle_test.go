@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -116,6 +117,57 @@ func TestARemovedRouteLingersThenDrains(t *testing.T) {
 	_ = long.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.ReadAll(long); err != nil {
 		t.Fatalf("the drain did not close the passing connection: %v", err)
+	}
+}
+
+// A removed route's passing connections are drained even once its port
+// serves another route: the drain follows the listener they came through,
+// not the port number, and leaves the new route's connections alone.
+func TestARemovedRoutesConnectionsDrainAfterItsPortIsReused(t *testing.T) {
+	cfg := testConfig()
+	cfg.Linger, cfg.Drain = 100*time.Millisecond, 1500*time.Millisecond
+	h := newHarness(t, cfg, testWorkload())
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	old := h.dial()
+	_, _ = old.Write([]byte("a"))
+	wait(t, "passing", func() bool { return b.accepted() == 1 })
+	h.srv.SetRoutes(nil)
+	wait(t, "the port to close after the linger", func() bool {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port)))
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	})
+	other := h.route
+	other.Service, other.Workload.Name = "web", "web"
+	if failed := h.srv.SetRoutes([]Route{other}); len(failed) > 0 {
+		t.Fatalf("SetRoutes: %v", failed)
+	}
+	h.table.SetEndpoints(other.Key(), []netip.AddrPort{b.ap()})
+	fresh := h.dial() // through the port's new listener, to the new route
+	_, _ = fresh.Write([]byte("fresh"))
+	wait(t, "the new route's connection passing", func() bool {
+		for i := range b.accepted() {
+			if string(b.received(i)) == "fresh" {
+				return true
+			}
+		}
+		return false
+	})
+
+	_ = old.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(old); err != nil {
+		t.Fatalf("the removed route's connection was not drained once its port was reused: %v (read %q)", err, got)
+	}
+	if _, err := fresh.Write([]byte("still")); err != nil {
+		t.Fatalf("the new route's connection was cut by the old route's drain: %v", err)
+	}
+	_ = fresh.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if got, err := io.ReadAll(fresh); !isTimeout(err) {
+		t.Fatalf("the new route's connection ended (%q, %v); want it open", got, err)
 	}
 }
 

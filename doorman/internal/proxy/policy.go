@@ -77,6 +77,12 @@ const (
 	AsleepPage
 	// PausedReply: 503 saying until when pause-until holds it paused.
 	PausedReply
+	// PausedPage: the asleep page saying until when pause-until holds it
+	// paused, with no button, to a person's browser (200).
+	PausedPage
+	// ClickFailedPage: the asleep page with a fresh button, saying the
+	// click woke nothing as the cluster did not answer (503, Retry-After).
+	ClickFailedPage
 )
 
 // Decision is the policy's answer for a connection at one stage.
@@ -117,7 +123,8 @@ type Facts struct {
 	WakeRequested bool
 	// PausedUntil: the route's own workload is held paused by
 	// napwake.dev/pause-until, which nothing the doorman does can lift.
-	// The connection is classified as for Ask, and HTTP gets PausedReply.
+	// The connection is classified and judged as for Ask: a browser gets
+	// PausedPage, the rest of HTTP PausedReply.
 	PausedUntil bool
 }
 
@@ -154,10 +161,12 @@ type Facts struct {
 //
 // Under napwake.dev/pause-until (Facts.PausedUntil) only a wake-requested,
 // which the doorman cannot write, wakes the workload: the connection is
-// classified as for Ask, and HTTP, a browser's too, gets the 503 saying
-// until when (PausedReply), counted as turned away; anything else is closed
-// with nothing sent. Once a pod is Ready (a wake-requested woke it) a
-// request is held and passed on as usual.
+// classified and HTTP judged as for Ask. A person's browser (any verdict
+// but Unavailable) gets the asleep page saying until when, with no button
+// (PausedPage), not counted: a person is never turned away. The rest of
+// HTTP gets the 503 saying until when (PausedReply), counted as turned
+// away; anything else is closed with nothing sent. Once a pod is Ready (a
+// wake-requested woke it) a request is held and passed on as usual.
 func decide(f Facts) Decision {
 	live := !f.Removed
 	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
@@ -175,7 +184,7 @@ func decide(f Facts) Decision {
 	case f.Kind == classify.Refuse && f.Left && !f.Sent:
 		return Decision{Action: Drop}
 	case f.Kind == classify.Asleep && f.PausedUntil:
-		return Decision{Action: Answer, Reply: PausedReply, TurnedAway: true}
+		return decidePausedUntil(f.Verdict)
 	case f.Kind == classify.Asleep:
 		return decideAsk(f.Verdict, live, f.WakeRequested)
 	default:
@@ -199,6 +208,20 @@ func decideAsk(v ask.Kind, live, wakeRequested bool) Decision {
 		return Decision{Action: Answer, Reply: AsleepPage}
 	default:
 		return Decision{Action: Answer, Reply: AsleepReply, TurnedAway: true}
+	}
+}
+
+// decidePausedUntil is the answer to HTTP while pause-until holds the
+// workload paused, by its verdict: nothing wakes, and only what is not a
+// person's browser is turned away.
+func decidePausedUntil(v ask.Kind) Decision {
+	switch v {
+	case ask.NeedMore:
+		return Decision{Action: Judge}
+	case ask.Unavailable:
+		return Decision{Action: Answer, Reply: PausedReply, TurnedAway: true}
+	default:
+		return Decision{Action: Answer, Reply: PausedPage}
 	}
 }
 

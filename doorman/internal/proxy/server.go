@@ -153,13 +153,20 @@ type Server struct {
 	ctx       context.Context
 	listeners map[int]*portListener
 	closing   bool
-	conns     map[*net.TCPConn]int // live connections (callers and pods) by doorman port
-	wg        sync.WaitGroup
+	// conns are the live connections (callers and pods), each by the
+	// listener it came through: a port reused by a new route is a new
+	// listener, so a removed route's drain still finds its own.
+	conns map[*net.TCPConn]*portListener
+	wg    sync.WaitGroup
 
 	activity passingActivity
 }
 
+// portListener is one generation of a doorman port: its listener, from
+// SetRoutes opening it to its close. A route given the port again later
+// gets a new one.
 type portListener struct {
+	port    int
 	ln      *net.TCPListener
 	route   Route
 	removed bool        // the route went; the port lingers
@@ -174,10 +181,11 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 		cfg: cfg, table: table, hooks: hooks, metrics: m,
 		caps:      newCaps(cfg.Limits),
 		dials:     newDialPool(&cfg),
-		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]int{},
+		listeners: map[int]*portListener{}, conns: map[*net.TCPConn]*portListener{},
 	}
 	s.waker = &waker{hooks: hooks, clock: cfg.Clock, retry: cfg.WakeRetry, metrics: m, routes: &s.routes,
-		limiter: newWakeLimiter(cfg.Limits, cfg.Clock), lastWake: map[string]woken{}, log: logr.Discard(), failLog: rate.NewLimiter(1, failLogBurst)}
+		limiter: newWakeLimiter(cfg.Limits, cfg.Clock), lastWake: map[string]woken{}, log: logr.Discard(), failLog: rate.NewLimiter(1, failLogBurst),
+		retriers: map[retrierKey]*retrier{}, answeredFor: answeredWakeFor}
 	return s
 }
 
@@ -229,7 +237,7 @@ func (s *Server) SetRoutes(routes []Route) map[int]error {
 		if !pl.removed {
 			pl.removed = true
 			pl.timer = s.cfg.Clock.AfterFunc(s.cfg.Linger, func() { s.closePort(port, pl) })
-			pl.drain = s.cfg.Clock.AfterFunc(s.cfg.Drain, func() { s.drainPort(port, pl) })
+			pl.drain = s.cfg.Clock.AfterFunc(s.cfg.Drain, func() { s.drainPort(pl) })
 		}
 	}
 	for port, r := range want {
@@ -242,7 +250,7 @@ func (s *Server) SetRoutes(routes []Route) map[int]error {
 			s.log.Error(err, "Cannot listen", "port", port)
 			continue
 		}
-		pl := &portListener{ln: ln.(*net.TCPListener), route: r}
+		pl := &portListener{port: port, ln: ln.(*net.TCPListener), route: r}
 		s.listeners[port] = pl
 		s.wg.Add(1)
 		go s.accept(port, pl)
@@ -283,8 +291,8 @@ func (s *Server) ClosePorts(ports []int) {
 		delete(s.listeners, port)
 		_ = pl.ln.Close()
 	}
-	for c, p := range s.conns {
-		if closing[p] {
+	for c, pl := range s.conns {
+		if closing[pl.port] {
 			_ = c.Close()
 		}
 	}
@@ -300,17 +308,17 @@ func (s *Server) closePort(port int, pl *portListener) {
 	}
 }
 
-func (s *Server) drainPort(port int, pl *portListener) {
+// drainPort closes the connections that came through pl, a removed
+// route's listener, whether or not its port serves a new route by now:
+// those are the new listener's own.
+func (s *Server) drainPort(pl *portListener) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.listeners[port]; ok && cur != pl {
-		return // the port serves a new route now
-	}
 	if !pl.removed {
-		return
+		return // the route came back before the drain
 	}
-	for c, p := range s.conns {
-		if p == port {
+	for c, from := range s.conns {
+		if from == pl {
 			_ = c.Close()
 		}
 	}
@@ -339,20 +347,20 @@ func (s *Server) accept(port int, pl *portListener) {
 			}
 			continue
 		}
-		if !s.track(c, port) {
+		if !s.track(c, pl) {
 			_ = c.Close()
 			continue
 		}
 		s.wg.Add(1)
-		go s.serveConn(c, port, pl)
+		go s.serveConn(c, pl)
 	}
 }
 
 // serveConn serves one connection: serve, then, for a connection to be
 // held, waitAndPass on a goroutine of its own (see conn).
-func (s *Server) serveConn(sock *net.TCPConn, port int, pl *portListener) {
+func (s *Server) serveConn(sock *net.TCPConn, pl *portListener) {
 	r, removed := s.route(pl)
-	c := newConn(s, sock, port, r, removed)
+	c := newConn(s, sock, pl, r, removed)
 	if !c.serve() {
 		c.end()
 		return
@@ -363,13 +371,14 @@ func (s *Server) serveConn(sock *net.TCPConn, port int, pl *portListener) {
 	}()
 }
 
-func (s *Server) track(c *net.TCPConn, port int) bool {
+// track registers c as a live connection that came through pl.
+func (s *Server) track(c *net.TCPConn, pl *portListener) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
 		return false
 	}
-	s.conns[c] = port
+	s.conns[c] = pl
 	return true
 }
 

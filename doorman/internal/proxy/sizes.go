@@ -11,11 +11,12 @@ const (
 	TableHeldKeys        = "held_keys"        // held-place counters by key
 	TablePassingKeys     = "passing_keys"     // passing-place counters by key
 	TablePassingActivity = "passing_activity" // workloads with connections passing through
+	TableWakeRetriers    = "wake_retriers"    // answered wakes' retry loops, one per workload at most
 )
 
 // TableNames lists every table TableSizes reports, in a fixed order.
 var TableNames = []string{TableListeners, TableConnections, TableServiceKeys, TableLastWakes,
-	TableWakeSources, TableHeldKeys, TablePassingKeys, TablePassingActivity}
+	TableWakeSources, TableHeldKeys, TablePassingKeys, TablePassingActivity, TableWakeRetriers}
 
 // TableSizes counts the entries of the server's maps keyed by port,
 // connection, Service, workload or source, each under its own lock, so a
@@ -30,6 +31,7 @@ func (s *Server) TableSizes() map[string]int {
 	s.table.mu.Unlock()
 	s.waker.mu.Lock()
 	sizes[TableLastWakes], sizes[TableWakeSources] = len(s.waker.lastWake), len(s.waker.limiter.sources)
+	sizes[TableWakeRetriers] = len(s.waker.retriers)
 	s.waker.mu.Unlock()
 	s.caps.mu.Lock()
 	sizes[TableHeldKeys], sizes[TablePassingKeys] = len(s.caps.held.per), len(s.caps.passing.per)

@@ -10,7 +10,7 @@ func TestTableSizesGoBackOnceAHeldCallerIsPassedAndGone(t *testing.T) {
 	b := newBackend(t)
 	b.set(nil, true)
 	idle := map[string]int{TableListeners: 1, TableConnections: 0, TableServiceKeys: 0, TableLastWakes: 0,
-		TableWakeSources: 0, TableHeldKeys: 0, TablePassingKeys: 0, TablePassingActivity: 0}
+		TableWakeSources: 0, TableHeldKeys: 0, TablePassingKeys: 0, TablePassingActivity: 0, TableWakeRetriers: 0}
 	if got := h.srv.TableSizes(); !maps.Equal(got, idle) {
 		t.Fatalf("sizes before any caller %v, want %v", got, idle)
 	}

@@ -35,6 +35,27 @@ type waker struct {
 	// those not logged, told with the next line.
 	failLog    *rate.Limiter
 	suppressed int
+	// retriers are the answered wakes' retry loops, one per workload and
+	// Service port (wakeAnswered); answeredFor is how long each runs
+	// after the last answer that asked for it (answeredWakeFor).
+	retriers    map[retrierKey]*retrier
+	answeredFor time.Duration
+	started     int // retriers started, for the tests
+}
+
+// retrierKey names what one answered-wake retrier wakes: a route's
+// workload through its Service port.
+type retrierKey struct {
+	service  ServiceKey
+	workload string
+}
+
+// retrier is one answered wake's retry loop: the route and source the
+// latest answer gave it, and until when it runs. Under waker.mu.
+type retrier struct {
+	route Route
+	src   netip.Addr
+	until time.Time
 }
 
 // Failed wakes are logged at most failLogBurst at once, then one a second.
@@ -46,6 +67,48 @@ const failLogBurst = 5
 // wakes too, but a wake the API server refused must not end with the one
 // try it had (docs/design/doorman.md#one-wake-per-pause).
 const answeredWakeFor = time.Minute
+
+// wakeAnswered wakes r's workload for a caller that was answered (a
+// browser shown the waking-up page, a click) and retries the wake for
+// answeredFor after it. A workload has one such retrier, whatever the
+// answers: a page load while one runs only extends it (and hands it its
+// source, for the rate limits), so reloads during an API-server or
+// operator outage cost the doorman nothing that grows with them.
+func (k *waker) wakeAnswered(ctx context.Context, r Route, src netip.Addr) {
+	key := retrierKey{service: r.Key(), workload: r.Workload.Key()}
+	k.mu.Lock()
+	until := k.clock.Now().Add(k.answeredFor)
+	if rt, ok := k.retriers[key]; ok {
+		rt.route, rt.src, rt.until = r, src, until
+		k.mu.Unlock()
+		return
+	}
+	rt := &retrier{route: r, src: src, until: until}
+	k.retriers[key] = rt
+	k.started++
+	k.mu.Unlock()
+	go func() {
+		for {
+			k.wake(ctx, r, src, until)
+			k.mu.Lock()
+			if ctx.Err() != nil || !rt.until.After(until) {
+				delete(k.retriers, key)
+				k.mu.Unlock()
+				return
+			}
+			r, src, until = rt.route, rt.src, rt.until // extended meanwhile
+			k.mu.Unlock()
+			// wake ended its time just after an attempt: the next one
+			// waits out the retry pause, as within wake.
+			t := k.clock.NewTimer(k.retry)
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+	}()
+}
 
 // patchTimeout bounds one wake patch: an API server that accepts the
 // connection and never answers must not stall the retries.

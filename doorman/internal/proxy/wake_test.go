@@ -1,7 +1,15 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +128,81 @@ func TestConnectionsPassingThroughAreReportedAsActivity(t *testing.T) {
 	if n := active(); n != 1 {
 		t.Fatalf("reported active %d times, want once: nothing passes after the first tick", n)
 	}
+}
+
+// Page loads during an API-server outage share one retrier: 20,000 of them
+// for one workload while every wake patch fails start exactly one retry
+// loop, which each load extends (it outlives answeredFor counted from the
+// first load) and which ends answeredFor after the last; the patches go
+// at the retrier's pace, not the loads', and the goroutines stay bounded.
+func TestPageLoadsDuringAnOutageShareOneRetrier(t *testing.T) {
+	const loads, browsers = 20000, 16
+	cfg := testConfig()
+	cfg.WakeRetry = 200 * time.Millisecond
+	// The production silence: under the race detector on busy cores a
+	// page load's goroutine can first read after testConfig's 150 ms.
+	cfg.Silence = 3 * time.Second
+	h := newHarness(t, cfg, testWorkload())
+	k := h.srv.waker
+	k.mu.Lock()
+	k.answeredFor = time.Second
+	k.mu.Unlock()
+	h.rec.mu.Lock()
+	h.rec.wakeErr = errors.New("the API server is away")
+	h.rec.mu.Unlock()
+	retriers := func() (live, started int) { k.mu.Lock(); defer k.mu.Unlock(); return len(k.retriers), k.started }
+	baseline := runtime.NumGoroutine()
+
+	start := time.Now()
+	var (
+		next         atomic.Int64
+		maxGoroutine atomic.Int64
+		bad          atomic.Value
+		wg           sync.WaitGroup
+	)
+	for range browsers {
+		wg.Go(func() {
+			for next.Add(1) <= loads {
+				c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port)))
+				if err != nil {
+					bad.CompareAndSwap(nil, err.Error())
+					return
+				}
+				_, _ = c.Write([]byte(chromeNav))
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				got, err := io.ReadAll(c)
+				_ = c.Close()
+				if err != nil || !bytes.HasPrefix(got, []byte("HTTP/1.1 503 ")) || !bytes.Contains(got, []byte("waking up")) {
+					bad.CompareAndSwap(nil, fmt.Sprintf("%v: %.80q", err, got))
+					return
+				}
+				if n := int64(runtime.NumGoroutine()); n > maxGoroutine.Load() {
+					maxGoroutine.Store(n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lastLoad := time.Now()
+	if v := bad.Load(); v != nil {
+		t.Fatalf("a page load did not get the waking-up page: %v", v)
+	}
+	if g := maxGoroutine.Load(); g > int64(baseline+4*browsers+50) {
+		t.Errorf("%d goroutines during the page loads (%d before them); want them bounded, not one per load", g, baseline)
+	}
+	live, started := retriers()
+	if started != 1 || live != 1 {
+		t.Fatalf("%d retriers started, %d live after %d page loads over %v; want exactly one, still running", started, live, loads, lastLoad.Sub(start).Round(time.Millisecond))
+	}
+	wait(t, "the retrier to end once its time after the last load is over", func() bool { live, _ := retriers(); return live == 0 })
+	if d := time.Since(lastLoad); d < time.Second-cfg.WakeRetry {
+		t.Errorf("the retrier ended %v after the last page load; want answeredFor (1 s) after it", d)
+	}
+	h.rec.mu.Lock()
+	attempts := h.rec.attempts
+	h.rec.mu.Unlock()
+	if most := int(time.Since(start)/cfg.WakeRetry) + 3; attempts > most {
+		t.Errorf("%d wake patches in %v; want at most %d, one per WakeRetry", attempts, time.Since(start).Round(time.Millisecond), most)
+	}
+	t.Logf("%d page loads in %v: %d patches, at most %d goroutines (%d before)", loads, lastLoad.Sub(start).Round(time.Millisecond), attempts, maxGoroutine.Load(), baseline)
 }
