@@ -88,7 +88,7 @@ func TestTheCachedEndpointSliceKeepsWhatTheDoormanReadsAndNothingElse(t *testing
 	f := randfill.NewWithSeed(30).NilChance(0).NumElements(1, 3).Funcs(
 		func(s *string, c randfill.Continue) { *s = "s" + c.String(0) },
 		func(u *types.UID, c randfill.Continue) { *u = types.UID("u" + c.String(0)) },
-		func(m *metav1.FieldsV1, _ randfill.Continue) { m.Raw = []byte(`{"f:addressType":{}}`) })
+		func(m *metav1.FieldsV1, _ randfill.Continue) { m.SetRawBytes([]byte(`{"f:addressType":{}}`)) })
 	for i := range 50 {
 		var s discoveryv1.EndpointSlice
 		f.Fill(&s)

@@ -296,7 +296,7 @@ func TestAConnectionThatCarriesNothingForTheIdleTimeoutIsClosedAndPingsKeepItOpe
 	_ = quiet.SetReadDeadline(start.Add(idle + 3*time.Second))
 	n, err := quiet.Read(make([]byte, 1))
 	took := time.Since(start)
-	if n != 0 || (err != io.EOF && !isReset(err)) {
+	if n != 0 || (!errors.Is(err, io.EOF) && !isReset(err)) {
 		t.Fatalf("the quiet caller read %d bytes, %v; want the connection closed", n, err)
 	}
 	var ne net.Error

@@ -308,7 +308,7 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if err != nil {
 		return r.fail(ctx, mw, routes, err)
 	}
-	desired := append(own, forwardedSlices(mw.Namespace, mw.Name, routes, targets, uids, fwd.ready)...)
+	desired := slices.Concat(own, forwardedSlices(mw.Namespace, mw.Name, routes, targets, uids, fwd.ready))
 	shared, err := r.writeSlices(ctx, mw, desired)
 	if err != nil {
 		return r.fail(ctx, mw, routes, err)
