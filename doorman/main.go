@@ -155,6 +155,10 @@ func runUntil(stop context.Context, args []string) error {
 		wakeKey = kube.NewWakeKey(c, cfg.PodNamespace, cfg.WakeKeySecret, clock.RealClock{}, rand.Reader, log.WithName("wake-key"))
 		keys = wakeKey
 	}
+	copyMode, err := proxy.ParseCopyMode(cfg.Copy)
+	if err != nil {
+		return err // Validate refused it first; kept for the compiler's sake
+	}
 	srv := proxy.New(proxy.Config{
 		Keys:          keys,
 		ListenAddress: cfg.ListenAddress,
@@ -162,6 +166,7 @@ func runUntil(stop context.Context, args []string) error {
 		ExtraAgents:   cfg.Agents(),
 		Limits:        proxy.DefaultLimits(),
 		SocketBuffer:  socketBuffer(cfg.PassSocketBuffer),
+		Copy:          copyMode,
 	}, table, hooks, m)
 	m.ObserveTables(proxy.TableNames, srv.TableSizes)
 	watcher := kube.NewWatcher(cache, table, srv, addr.Rules{Self: cfg.PodIPs})

@@ -38,6 +38,10 @@ type Config struct {
 	// connection, each way, in bytes (524288); 0 leaves them to the
 	// kernel's autotuning.
 	PassSocketBuffer int
+	// Copy is how passed-through connections are copied: "splice", the
+	// fast path, or "plain", io.Copy through a Go buffer, for a kernel or
+	// sandbox where the fast path misbehaves.
+	Copy string
 	// WakeKeySecret names the Secret, in the doorman's namespace, that holds
 	// the key Wake it buttons are signed with (wake.mode Ask); "" signs
 	// nothing, so no click wakes.
@@ -59,6 +63,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HealthCheckUserAgents, "health-check-user-agents", "", "comma-separated User-Agent prefixes of your own health checkers, answered 503 without waking")
 	fs.StringVar(&c.ListenAddress, "listen-address", "", `address doorman ports listen on; "" is all`)
 	fs.IntVar(&c.PassSocketBuffer, "pass-socket-buffer", 512<<10, "bytes each kernel socket buffer of a passed-through connection may hold, each way; 0 leaves them to the kernel's autotuning")
+	fs.StringVar(&c.Copy, "copy", "splice", "how passed-through connections are copied: splice (the fast path) or plain (io.Copy through a Go buffer, for a kernel or sandbox where splice or TCP_INQ misbehave)")
 	fs.StringVar(&c.WakeKeySecret, "wake-key-secret", "", "the Secret in the doorman's namespace holding the key Wake it buttons are signed with; the doorman fills it when empty")
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	c.Logging.BindFlags(fs)
@@ -123,6 +128,9 @@ func (c *Config) Validate() error {
 	}
 	if b := c.PassSocketBuffer; b != 0 && (b < minSocketBuffer || b > maxSocketBuffer) {
 		errs = append(errs, fmt.Errorf("--pass-socket-buffer %d: want 0 (the kernel's autotuning) or %d to %d bytes", b, minSocketBuffer, maxSocketBuffer))
+	}
+	if c.Copy != "splice" && c.Copy != "plain" {
+		errs = append(errs, fmt.Errorf("--copy %q: want splice or plain", c.Copy))
 	}
 	if c.WakeKeySecret != "" && c.PodNamespace == "" {
 		errs = append(errs, fmt.Errorf("--wake-key-secret %q: the Secret is read in the doorman's namespace, and POD_NAMESPACE is not set", c.WakeKeySecret))

@@ -49,6 +49,7 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		{[]string{"--pass-socket-buffer", "4095"}, "--pass-socket-buffer 4095"},
 		{[]string{"--pass-socket-buffer", "67108865"}, "--pass-socket-buffer 67108865"},
 		{[]string{"--pass-socket-buffer", "-1"}, "--pass-socket-buffer -1"},
+		{[]string{"--copy", "io"}, `--copy "io"`},
 	} {
 		err := parse(t, tc.args...).Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -53,25 +53,20 @@ func (c *conn) judge() ask.Verdict {
 
 // click stamps a fresh click's wake on the ManagedWorkload, guarded so a
 // click wakes a workload at most once a minute whichever doorman pod it
-// reaches, and returns the answer: d (the waking-up page) when it took,
-// the asleep page's 429 when another wake request came within the minute.
-// The paused workloads sharing its Service that wake on request are woken
-// as for any request.
-func (c *conn) click(d Decision) Decision {
+// reaches, and says what came of it; the policy answers by that
+// (decideAsk). A click that took wakes the paused workloads sharing its
+// Service that wake on request, as any request does.
+func (c *conn) click() Clicked {
 	s := c.srv
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
 	woke, err := s.hooks.Click(ctx, c.route.Workload, c.route.Service, c.src)
 	cancel()
 	switch {
 	case err != nil:
-		// The person is shown the page again, saying the click woke
-		// nothing yet, with a button to press again: not the 503 that
-		// anything but a browser gets, and not counted as turned away.
 		s.log.Error(err, "Stamping a click on Wake it", "workload", c.route.Workload.Key())
-		return Decision{Action: Answer, Reply: ClickFailedPage}
+		return ClickFailed
 	case !woke:
-		c.verdict.Kind = ask.TooSoon
-		return decideAsk(ask.TooSoon, true, true)
+		return ClickTooSoon
 	}
 	s.waker.clicked(c.route.Workload)
 	// Clicked, it wakes as on a request, and with it the sharers of its
@@ -80,8 +75,7 @@ func (c *conn) click(d Decision) Decision {
 	clicked := c.route
 	clicked.Workload.Ask = false
 	s.waker.wakeAnswered(s.ctx, clicked, c.src)
-	d.Wake = false // woken here, not by answer
-	return d
+	return ClickWoke
 }
 
 // asleepPage renders the asleep page for the request with the notice,

@@ -59,10 +59,13 @@ type conn struct {
 	deadline time.Time // maxWait after start, in real time: a socket deadline
 	wakes    bool      // the hold wakes the workload
 
-	// A request to a workload that asks (ask.go): its head, and the
-	// verdict once judged.
+	// A request to a workload that asks (ask.go): its head, the verdict
+	// once judged, and what came of stamping its click.
 	head    classify.Request
 	verdict ask.Verdict
+	clicked Clicked
+
+	passTried bool // a pass straight on found no place or no pod answering
 
 	// The held bytes (held.go).
 	buf     []byte
@@ -93,46 +96,63 @@ func remoteAddr(c net.Conn) netip.Addr {
 func (c *conn) facts(kind classify.Kind, ready bool) Facts {
 	return Facts{Kind: kind, Left: c.readErr != nil, Ready: ready, Removed: c.removed, Phase: c.route.Workload.Phase,
 		Sent: len(c.buf) > 0, Verdict: c.verdict.Kind, WakeRequested: wakeRequested(c.route.Workload, c.srv.cfg.Clock.Now()),
-		PausedUntil: !c.terms.PausedUntil.IsZero()}
+		PausedUntil: !c.terms.PausedUntil.IsZero(), PassTried: c.passTried, Clicked: c.clicked}
 }
 
 // serve decides what to do with a new connection and does it, up to the
-// wait. It reports whether the connection is to be held: then waitAndPass
-// takes it over on a fresh goroutine.
+// wait: it asks the policy (decide) and does what the Decision says, one
+// action at a time, until the policy holds, answers or drops it. It
+// reports whether the connection is to be held: then waitAndPass takes it
+// over on a fresh goroutine.
 func (c *conn) serve() (hold bool) {
 	s := c.srv
-	eps := s.table.Endpoints(c.route.Key())
-	if decide(c.facts(classify.NeedMore, len(eps) > 0)).Action == Pass {
-		if ok, _ := s.caps.takePassing(c.passingCaps()); ok {
-			if err := c.pass(eps); err == nil || errors.Is(err, errCallerLeft) {
+	var res classify.Result // res.Kind is classify.NeedMore until classified
+	for {
+		ready := len(s.table.Endpoints(c.route.Key())) > 0
+		d := decide(c.facts(res.Kind, ready))
+		switch d.Action {
+		case Pass:
+			if c.passStraight() {
 				return false
 			}
-			// No endpoint answered: hold it like any other.
+			c.passTried = true
+		case Classify:
+			if !c.takeHeld() {
+				return false
+			}
+			var ok bool
+			if res, ok = c.classify(); !ok {
+				return false
+			}
+		case Judge:
+			c.verdict = c.judge()
+		case Click:
+			c.clicked = c.click()
+		case Hold:
+			c.wakes = d.Wake
+			return true
+		case Answer:
+			c.answer(res, d)
+			return false
+		case Drop:
+			return false // closed by end, with nothing sent
+		default:
+			panic(fmt.Sprintf("decide returned %v for a connection being served", d.Action))
 		}
 	}
-	if !c.takeHeld() {
-		return false
-	}
-	res, ok := c.classify()
+}
+
+// passStraight passes a connection with a Ready pod straight on, before
+// reading anything. It reports whether the connection is done with: passed
+// on, or its caller left; false when no passing place was free or no pod
+// answered.
+func (c *conn) passStraight() bool {
+	ok, _ := c.srv.caps.takePassing(c.passingCaps())
 	if !ok {
 		return false
 	}
-	ready := len(s.table.Endpoints(c.route.Key())) > 0
-	d := decide(c.facts(res.Kind, ready))
-	if d.Action == Judge {
-		c.verdict = c.judge()
-		d = decide(c.facts(res.Kind, ready))
-	}
-	switch d.Action {
-	case Hold:
-		c.wakes = d.Wake
-		return true
-	case Click:
-		c.answer(res, c.click(d))
-	case Answer:
-		c.answer(res, d)
-	}
-	return false
+	err := c.pass(c.srv.table.Endpoints(c.route.Key()))
+	return err == nil || errors.Is(err, errCallerLeft)
 }
 
 // takeHeld takes the held caps. Over any, the connection is closed at once
@@ -216,6 +236,8 @@ func (c *conn) answer(res classify.Result, d Decision) {
 		out = c.asleepPage(c.verdict.Kind.Notice(), time.Time{})
 	case ClickFailedPage:
 		out = c.asleepPage(page.NoticeTryAgain, time.Time{})
+	case ClickTooSoonPage:
+		out = c.asleepPage(ask.TooSoon.Notice(), time.Time{})
 	case PausedPage:
 		out = c.asleepPage(page.NoticeNone, c.terms.PausedUntil)
 	case PausedReply:

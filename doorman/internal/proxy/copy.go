@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -26,6 +28,59 @@ const messageBuf = 4 << 10
 var recheckAfter = 200 * time.Millisecond
 
 var messageBufs = sync.Pool{New: func() any { return new([messageBuf]byte) }}
+
+// CopyMode is how a passed-on connection's bytes are copied, each way.
+type CopyMode int
+
+const (
+	// CopySplice is the fast path, streamCopy: raw system calls, small
+	// messages through a pooled buffer, streams with splice(2), TCP_INQ to
+	// skip the read that would say EAGAIN.
+	CopySplice CopyMode = iota
+	// CopyPlain is io.CopyBuffer through a Go buffer, hiding the
+	// connections' ReadFrom and WriteTo so that Go's own splice is not used
+	// either: the switch for a kernel or sandbox (gVisor, an old kernel
+	// without TCP_INQ) where the fast path misbehaves, and the baseline the
+	// fast path is measured against.
+	CopyPlain
+)
+
+// ParseCopyMode reads the doorman's --copy flag: splice or plain.
+func ParseCopyMode(s string) (CopyMode, error) {
+	switch s {
+	case "splice":
+		return CopySplice, nil
+	case "plain":
+		return CopyPlain, nil
+	}
+	return 0, fmt.Errorf("unknown copy mode %q: want splice or plain", s)
+}
+
+// String is the mode as --copy names it.
+func (m CopyMode) String() string {
+	if m == CopyPlain {
+		return "plain"
+	}
+	return "splice"
+}
+
+// copy copies src to dst until src's end, as m says.
+func (m CopyMode) copy(dst, src *net.TCPConn) (int64, error) {
+	if m == CopyPlain {
+		return plainCopy(dst, src)
+	}
+	return streamCopy(dst, src)
+}
+
+var plainBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// plainCopy is io.CopyBuffer through a pooled 32 KiB buffer, with the
+// connections wrapped so io.Copy finds neither ReadFrom nor WriteTo.
+func plainCopy(dst, src *net.TCPConn) (int64, error) {
+	bp := plainBufs.Get().(*[32 << 10]byte)
+	defer plainBufs.Put(bp)
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, bp[:])
+}
 
 // streamCopy copies src to dst until src's end, as io.Copy between two
 // *net.TCPConn does, with splice(2) through a pipe for a stream, but:

@@ -48,6 +48,13 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 // pump keeps finding the destination full and waits for room), arrive
 // exactly, and the copy ends with the sender's end, counting every byte.
 func TestStreamCopyIsByteExactUnderBackPressure(t *testing.T) {
+	for _, mode := range copyModes {
+		t.Run(mode.String(), func(t *testing.T) { byteExactUnderBackPressure(t, mode) })
+	}
+}
+
+func byteExactUnderBackPressure(t *testing.T, mode CopyMode) {
+	t.Helper()
 	sender, src := tcpPair(t)
 	dst, receiver := tcpPair(t)
 	_ = dst.SetWriteBuffer(16 << 10)
@@ -73,7 +80,7 @@ func TestStreamCopyIsByteExactUnderBackPressure(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, err := streamCopy(dst, src)
+		n, err := mode.copy(dst, src)
 		_ = dst.CloseWrite()
 		done <- result{n, err}
 	}()
@@ -182,10 +189,17 @@ func pipeHolds(p *splicePipe) int {
 // pairs of sizes on both sides of the message buffer, so each direction
 // goes from messages to splicing and back, arrive byte-exact and in order.
 func TestMessagesOfEverySizeAroundTheBufferPassExactly(t *testing.T) {
+	for _, mode := range copyModes {
+		t.Run(mode.String(), func(t *testing.T) { messagesOfEverySize(t, mode) })
+	}
+}
+
+func messagesOfEverySize(t *testing.T, mode CopyMode) {
+	t.Helper()
 	caller, in := tcpPair(t)
 	out, pod := tcpPair(t)
-	go func() { _, _ = streamCopy(out, in); _ = out.CloseWrite() }()
-	go func() { _, _ = streamCopy(in, out); _ = in.CloseWrite() }()
+	go func() { _, _ = mode.copy(out, in); _ = out.CloseWrite() }()
+	go func() { _, _ = mode.copy(in, out); _ = in.CloseWrite() }()
 	go func() { _, _ = io.Copy(pod, pod); _ = pod.CloseWrite() }() // the echo
 	rng := rand.New(rand.NewPCG(3, 4))
 	sizes := []int{1, 2, 100, messageBuf - 1, messageBuf, messageBuf + 1, 2 * messageBuf, 64 << 10, 3, 1 << 20, 7, messageBuf, 1}
@@ -343,4 +357,40 @@ func FuzzStreamCopy(f *testing.F) {
 			t.Fatalf("the copy counted %d bytes, want %d", n, len(data))
 		}
 	})
+}
+
+// TestTheCopySwitchChoosesThePath: the fast path turns TCP_INQ on for its
+// source and splices a stream through a pipe from pipePool; plain does
+// neither, so --copy plain really leaves both alone.
+func TestTheCopySwitchChoosesThePath(t *testing.T) {
+	for _, tc := range []struct {
+		mode    CopyMode
+		wantInq int
+	}{{CopySplice, 1}, {CopyPlain, 0}} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			sender, src := tcpPair(t)
+			dst, receiver := tcpPair(t)
+			payload := bytes.Repeat([]byte("s"), 4*messageBuf) // fills the message buffer: a stream
+			go func() { _, _ = sender.Write(payload); _ = sender.CloseWrite() }()
+			done := make(chan error, 1)
+			go func() { _, err := tc.mode.copy(dst, src); _ = dst.CloseWrite(); done <- err }()
+			_ = receiver.SetReadDeadline(time.Now().Add(10 * time.Second)) // fail, not hang
+			got, err := io.ReadAll(receiver)
+			if err != nil || !bytes.Equal(got, payload) {
+				t.Fatalf("received %d bytes (%v), want the %d sent", len(got), err, len(payload))
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("copy: %v", err)
+			}
+			rc, err := src.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			inq := -1
+			_ = rc.Control(func(fd uintptr) { inq, _ = unix.GetsockoptInt(int(fd), unix.SOL_TCP, unix.TCP_INQ) })
+			if inq != tc.wantInq {
+				t.Fatalf("TCP_INQ on the source is %d after a %s copy, want %d", inq, tc.mode, tc.wantInq)
+			}
+		})
+	}
 }

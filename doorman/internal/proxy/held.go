@@ -50,44 +50,17 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 	// read short rather than being overwritten.
 	_ = c.sock.SetReadDeadline(deadline)
 	stopChanged, stopFreed := c.interruptOn(changed), c.interruptOn(placeFreed)
-	want, read := 0, 0
-	var bytesFreed context.Context
-	var rerr error
-	err := c.rc.Read(func(fd uintptr) bool {
-		if c.counting() && !waiting(fd) {
-			return false // nothing to read yet: wait, taking no budget
-		}
-		if want, bytesFreed = c.room(); want == 0 {
-			return true // bytes wait, the shared budget is spent
-		}
-		bp := readBufs.Get().(*[]byte)
-		defer readBufs.Put(bp)
-		k, e := unix.Read(int(fd), (*bp)[:want])
-		if errors.Is(e, unix.EAGAIN) || errors.Is(e, unix.EINTR) {
-			c.srv.caps.giveBytes(c.unused(want))
-			want = 0
-			return false
-		}
-		switch {
-		case e != nil:
-			rerr = e
-		case k == 0:
-			rerr = io.EOF
-		default:
-			c.buf = append(c.buf, (*bp)[:k]...)
-			read = k
-		}
-		return true
-	})
+	r := heldRead{c: c}
+	err := c.rc.Read(r.try)
 	stopChanged()
 	stopFreed()
-	c.srv.caps.giveBytes(c.unused(want - read))
+	c.srv.caps.giveBytes(c.unused(r.want - r.read))
 	if err == nil {
-		err = rerr
+		err = r.err
 	}
 	switch {
-	case err == nil && want == 0 && rerr == nil:
-		return c.waitUnread(deadline, changed, placeFreed, bytesFreed)
+	case err == nil && r.want == 0:
+		return c.waitUnread(deadline, changed, placeFreed, r.bytesFreed)
 	case err == nil:
 		return nil
 	case isTimeout(err):
@@ -98,6 +71,48 @@ func (c *conn) readUntil(deadline time.Time, changed, placeFreed context.Context
 	}
 	c.readErr = err
 	return err
+}
+
+// heldRead is one read of a held caller's next bytes (readUntil), as
+// RawConn.Read calls try until it says done: the bytes it may take (want,
+// taken from the budget), the bytes it took (read, appended to buf), and
+// why the caller is gone (err). want stays 0 when the bytes wait for the
+// shared budget, which bytesFreed then says has room again.
+type heldRead struct {
+	c          *conn
+	want, read int
+	bytesFreed context.Context
+	err        error
+}
+
+// try is one attempt on the socket's descriptor: false to park in the
+// netpoller until it is readable, true when done.
+func (r *heldRead) try(fd uintptr) bool {
+	c := r.c
+	if c.counting() && !waiting(fd) {
+		return false // nothing to read yet: wait, taking no budget
+	}
+	if r.want, r.bytesFreed = c.room(); r.want == 0 {
+		return true // bytes wait, the shared budget is spent
+	}
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	k, e := unix.Read(int(fd), (*bp)[:r.want])
+	if errors.Is(e, unix.EAGAIN) || errors.Is(e, unix.EINTR) {
+		c.srv.caps.giveBytes(c.unused(r.want))
+		r.want = 0
+		return false
+	}
+	switch {
+	case e != nil:
+		r.err = e
+	case k == 0:
+		r.err = io.EOF
+	default:
+		c.buf = append(c.buf, (*bp)[:k]...)
+		r.read = k
+	}
+	return true
 }
 
 // waiting reports whether the socket has a byte to read, or its end (a FIN

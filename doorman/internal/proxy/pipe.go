@@ -42,14 +42,15 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 	}()
 	done := make(chan struct{})
 	buf := s.cfg.SocketBuffer
-	go func() { defer close(done); copyHalf(pod, caller, buf, closeBoth) }()
-	copyHalf(caller, pod, buf, closeBoth)
+	mode := s.cfg.Copy
+	go func() { defer close(done); copyHalf(mode, pod, caller, buf, closeBoth) }()
+	copyHalf(mode, caller, pod, buf, closeBoth)
 	<-done
 	closeBoth()
 }
 
-// copyHalf copies src to dst (streamCopy: messages through a small buffer,
-// streams with splice). At src's end it half-closes dst; on an error it
+// copyHalf copies src to dst as mode says (by default streamCopy: messages
+// through a small buffer, streams with splice). At src's end it half-closes dst; on an error it
 // closes both.
 // It first waits for src to have something to say, so a replayed caller
 // waiting for its answer sets nothing up, nor do hundreds of held callers
@@ -63,7 +64,7 @@ func (s *Server) pipe(ctx context.Context, caller, pod *net.TCPConn) {
 // after it left the caches. Capped, the data in flight stays small and
 // warm: over veth, 1.5x HAProxy's bytes instead of 1.25x with one stream,
 // and 1.5x instead of 1.06x with eight (docs/bench/doorman.md).
-func copyHalf(dst, src *net.TCPConn, buf int, closeBoth func()) {
+func copyHalf(mode CopyMode, dst, src *net.TCPConn, buf int, closeBoth func()) {
 	if err := waitReadable(src); err != nil {
 		closeBoth()
 		return
@@ -72,7 +73,7 @@ func copyHalf(dst, src *net.TCPConn, buf int, closeBoth func()) {
 		_ = src.SetReadBuffer(buf)
 		_ = dst.SetWriteBuffer(buf)
 	}
-	if _, err := streamCopy(dst, src); err != nil {
+	if _, err := mode.copy(dst, src); err != nil {
 		closeBoth()
 		return
 	}

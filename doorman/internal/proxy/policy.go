@@ -24,8 +24,9 @@ const (
 	// decide again with what they say.
 	Classify Action = iota + 1
 	// Pass: a pod is Ready; pass the connection straight on, waking
-	// nothing. If no passing place is free or no pod answers, it is
-	// classified and held like any other.
+	// nothing. If no passing place is free or no pod answers, decide
+	// again with Facts.PassTried: it is classified and held like any
+	// other.
 	Pass
 	// Hold: hold the connection until a pod is Ready, then pass it on with
 	// the bytes read so far; Decision.Wake says whether it wakes.
@@ -39,9 +40,8 @@ const (
 	// with the verdict.
 	Judge
 	// Click: a fresh click on Wake it: stamp the wake under the
-	// ManagedWorkload's resourceVersion guard (Hooks.Click); if it took,
-	// answer Decision.Reply (the waking-up page), else decide again with
-	// the verdict TooSoon.
+	// ManagedWorkload's resourceVersion guard (Hooks.Click), then decide
+	// again with what came of it (Facts.Clicked).
 	Click
 )
 
@@ -83,6 +83,26 @@ const (
 	// ClickFailedPage: the asleep page with a fresh button, saying the
 	// click woke nothing as the cluster did not answer (503, Retry-After).
 	ClickFailedPage
+	// ClickTooSoonPage: the asleep page with a fresh button, saying
+	// another wake request came within the minute (429): a click whose
+	// stamp the guard refused.
+	ClickTooSoonPage
+)
+
+// Clicked is what came of stamping a click's wake (Action Click).
+type Clicked int
+
+const (
+	// NotClicked: no click was stamped for this connection (yet).
+	NotClicked Clicked = iota
+	// ClickWoke: the stamp took; the click woke the workload and the
+	// sharers of its Service that wake on request.
+	ClickWoke
+	// ClickTooSoon: another wake request came within the minute, so the
+	// guard refused the stamp.
+	ClickTooSoon
+	// ClickFailed: the API server did not take the stamp.
+	ClickFailed
 )
 
 // Decision is the policy's answer for a connection at one stage.
@@ -121,6 +141,11 @@ type Facts struct {
 	// pause, within pauseWokenFor: the workload is waking though its phase
 	// may not say so yet (wakeRequested).
 	WakeRequested bool
+	// PassTried: a pass straight on (Action Pass) found no passing place
+	// or no pod that answered.
+	PassTried bool
+	// Clicked is what came of stamping this connection's click.
+	Clicked Clicked
 	// PausedUntil: the route's own workload is held paused by
 	// napwake.dev/pause-until, which nothing the doorman does can lift.
 	// The connection is classified and judged as for Ask: a browser gets
@@ -172,7 +197,7 @@ func decide(f Facts) Decision {
 	pausing := live && f.Phase == string(napwakev1alpha1.PhasePausing)
 	switch {
 	case f.Kind == classify.NeedMore:
-		if f.Ready && !pausing {
+		if f.Ready && !pausing && !f.PassTried {
 			return Decision{Action: Pass}
 		}
 		return Decision{Action: Classify}
@@ -186,22 +211,35 @@ func decide(f Facts) Decision {
 	case f.Kind == classify.Asleep && f.PausedUntil:
 		return decidePausedUntil(f.Verdict)
 	case f.Kind == classify.Asleep:
-		return decideAsk(f.Verdict, live, f.WakeRequested)
+		return decideAsk(f.Verdict, f.Clicked, live, f.WakeRequested)
 	default:
 		return Decision{Action: Answer, Reply: replyFor(f.Kind), Wake: live && f.Kind.Wakes(), TurnedAway: f.Kind.TurnedAway()}
 	}
 }
 
 // decideAsk is the answer to a request to a workload that asks, by its
-// verdict ("What browsers, robots and API clients see").
-func decideAsk(v ask.Kind, live, wakeRequested bool) Decision {
+// verdict ("What browsers, robots and API clients see"); a fresh click is
+// first stamped (Click), then answered by what came of it: the waking-up
+// page when it woke the workload (it woke it itself: the answer wakes
+// nothing more), the asleep page's 429 when another wake request came
+// within the minute, and when the cluster did not answer, the asleep page
+// saying so with a button to press again, not counted as turned away.
+func decideAsk(v ask.Kind, clicked Clicked, live, wakeRequested bool) Decision {
 	switch {
 	case v == ask.NeedMore:
 		return Decision{Action: Judge}
 	case v == ask.PageLoad && wakeRequested:
 		return Decision{Action: Answer, Reply: WakingPage}
 	case v == ask.Wake && live:
-		return Decision{Action: Click, Reply: WakingPage, Wake: true}
+		switch clicked {
+		case ClickWoke:
+			return Decision{Action: Answer, Reply: WakingPage}
+		case ClickTooSoon:
+			return Decision{Action: Answer, Reply: ClickTooSoonPage}
+		case ClickFailed:
+			return Decision{Action: Answer, Reply: ClickFailedPage}
+		}
+		return Decision{Action: Click}
 	case v == ask.Wake:
 		return Decision{Action: Answer, Reply: WakingPage}
 	case v.ShowsPage():

@@ -22,8 +22,22 @@ import (
 
 const chromeNav = "GET /pr/42 HTTP/1.1\r\nHost: pr-412.preview.example.dev\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0\r\nSec-Fetch-Mode: navigate\r\n\r\n"
 
+// copyModes are both ways a passed-on connection can be copied (--copy).
+var copyModes = []CopyMode{CopySplice, CopyPlain}
+
 func TestAHeldRequestWakesAndIsPassedOnByteExact(t *testing.T) {
-	h := newHarness(t, testConfig(), testWorkload())
+	for _, mode := range copyModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Copy = mode
+			heldRequestPassedOn(t, cfg)
+		})
+	}
+}
+
+func heldRequestPassedOn(t *testing.T, cfg Config) {
+	t.Helper()
+	h := newHarness(t, cfg, testWorkload())
 	b := newBackend(t)
 	b.set(nil, true)
 	c := h.dial()

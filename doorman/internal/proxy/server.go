@@ -81,6 +81,9 @@ type Config struct {
 	// counts double for its bookkeeping). Negative leaves them to the
 	// kernel's autotuning.
 	SocketBuffer int
+	// Copy is how passed-through connections are copied: CopySplice, the
+	// fast path, unless set (doorman --copy).
+	Copy CopyMode
 	// IdleTimeout of a passed-through connection carrying nothing (10 min).
 	IdleTimeout time.Duration
 	// Drain: passing connections of a removed route close after this (5 min).
