@@ -21,8 +21,10 @@ CGO_ENABLED=0 go test -c -trimpath -tags e2e -o "$out/e2e-cluster.test" ./e2e/cl
 "$here/sampleapp-image.sh"
 "$here/testbed/cluster.sh" load-image "$out"/images/*.tar
 
-step "Building kubectl-napwake and a second doorman image tag for the upgrade scenario"
+step "Building kubectl-napwake, the stand-in user registry, and a second doorman image tag for the upgrade scenario"
 CGO_ENABLED=0 go build -trimpath -o "$out/kubectl-napwake" ./kubectl-napwake
+# The install scenario pushes to it as the README says (e2e/cluster/install_test.go).
+GOWORK=off go -C "$root/hack/tools" build -o "$root/bin/registry" ./registry
 upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
 "$root/bin/imagebuild" --binary "$root/bin/doorman" --image "napwake.local/napwake-doorman:$upgrade_tag" \
   --out "$out/images/doorman-upgrade.tar.e2e" >/dev/null

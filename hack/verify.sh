@@ -18,6 +18,17 @@ if [ -n "$(git ls-files --others --exclude-standard -- apis charts deploy)" ]; t
   exit 1
 fi
 echo "generated files: up to date"
+# One version story: `make push` tags each image with its module's VERSION
+# and the chart pulls its appVersion unless told a tag, so they must agree
+# (docs/development.md, "Versions").
+app=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/napwake/Chart.yaml)
+for c in operator doorman forwarder kubectl-napwake; do
+  if [ "$(cat "$c/VERSION")" != "$app" ]; then
+    echo "$c/VERSION is $(cat "$c/VERSION") but charts/napwake/Chart.yaml's appVersion is $app: the chart would pull a tag make push never wrote; change them together"
+    exit 1
+  fi
+done
+echo "versions: every VERSION is the chart's appVersion ($app)"
 # Every package's doc comment names only files and identifiers that exist.
 mods=()
 for m in $(awk '/^use \(/{u=1;next} u&&/^\)/{u=0} u{print $1}' go.work); do mods+=("$PWD/${m#./}"); done

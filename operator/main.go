@@ -37,6 +37,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "restore" {
+		return runRestore(ctx, args[1:], stdout, stderr)
+	}
 	cfg := config.Default(os.Getenv)
 	var logOpts logging.Options
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)

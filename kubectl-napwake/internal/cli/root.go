@@ -92,6 +92,7 @@ operator watches, whatever their wake mode says.`,
 		newForecastCommand(o),
 		newSavingsCommand(o),
 		newVersionCommand(o),
+		newRestoreCommand(o),
 	)
 	// Every command that takes a ManagedWorkload's name completes it; cobra's
 	// own `completion bash|zsh|fish|powershell` prints the shell's script.

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -15,17 +17,16 @@ import (
 )
 
 // scheme knows the kinds the plugin reads: ManagedWorkloads, Events, Pods,
-// and Deployments and StatefulSets (their requests, for savings).
+// and Deployments and StatefulSets (their requests, for savings); restore
+// also scales (autoscaling/v1 Scale) and removes EndpointSlices.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := napwakev1alpha1.AddToScheme(s); err != nil {
-		panic(err) // a programming error: the types cannot register
-	}
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := appsv1.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{
+		napwakev1alpha1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // a programming error: the types cannot register
+		}
 	}
 	return s
 }()
@@ -40,6 +41,7 @@ func restMapper() meta.RESTMapper {
 	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 	m.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
+	m.Add(discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), meta.RESTScopeNamespace)
 	return m
 }
 

@@ -8,21 +8,15 @@ import (
 // reconciler for a deleted workload and its metrics.
 
 // WantReplicas is what a wake restores: the saved count, at least 1.
-func WantReplicas(p *napwakev1alpha1.PauseStatus) int32 {
-	if p == nil || p.Replicas < 1 {
-		return 1
-	}
-	return p.Replicas
-}
+func WantReplicas(p *napwakev1alpha1.PauseStatus) int32 { return napwakev1alpha1.WakeReplicas(p) }
 
 // Restore says what a ManagedWorkload being deleted must scale its target to
-// first: needed is false unless a pause is under way or over and not yet undone.
+// first (napwakev1alpha1.RestoreReplicas, the rule uninstalling uses too).
 func Restore(st State, t Target) (replicas int32, needed bool) {
-	if !t.Found || st.Pause == nil || st.Phase == napwakev1alpha1.PhaseRunning || st.Phase == "" {
+	if !t.Found {
 		return 0, false
 	}
-	want := WantReplicas(st.Pause)
-	return want, t.Replicas < want
+	return napwakev1alpha1.RestoreReplicas(st.Phase, st.Pause, t.Replicas)
 }
 
 // Equal says whether two states would persist the same.
