@@ -51,6 +51,7 @@ export NAPWAKE_E2E_NAMESPACE=napwake-system
 export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"
 export NAPWAKE_E2E_UPGRADE_DOORMAN="'$here/install-napwake.sh' --set doorman.image.tag=$upgrade_tag"
 export NAPWAKE_E2E_TESTBED="$here/testbed/cluster.sh"
+export NAPWAKE_E2E_ROOT="$root"
 export NAPWAKE_E2E_INSTALL="'$here/install-napwake.sh'"
 export NAPWAKE_E2E_COLDSTART_OUT="$out/coldstart.txt"
 

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -36,11 +37,10 @@ const userRegistry = "10.200.0.1:5000"
 // readmeExample is the placeholder registry in the README's commands.
 const readmeExample = "registry.example.com/napwake"
 
-// repoRoot is the repository the suite was built from (hack/e2e.sh runs it
-// from e2e/cluster).
+// repoRoot is the repository the suite was built from (hack/e2e.sh says).
 func repoRoot() string {
-	root, err := filepath.Abs("../..")
-	Expect(err).NotTo(HaveOccurred())
+	root := os.Getenv("NAPWAKE_E2E_ROOT")
+	Expect(root).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_ROOT")
 	return root
 }
 
@@ -124,7 +124,8 @@ func scenarioLifeOfAnInstall(ctx context.Context, ns string) {
 	start := time.Now()
 	runAsUser(ctx, readmeBlock("uninstall"))
 	By(fmt.Sprintf("helm uninstall returned after %s", time.Since(start).Round(time.Second)))
-	Expect(fw.Phase(ctx, ns, pausing.Name)).To(Equal(napwakev1alpha1.PhasePausing), "the pausing one was still pausing when the hook ran")
+	Expect(fw.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + pausing.Name})).To(WithTransform(
+		func(l *corev1.PodList) int { return len(l.Items) }, BeNumerically(">", 2)), "the pausing one's old pods were still stopping when the hook scaled it back")
 
 	for _, want := range []struct {
 		name     string
@@ -146,9 +147,17 @@ func scenarioLifeOfAnInstall(ctx context.Context, ns string) {
 	}
 	Eventually(heldErr).WithTimeout(time.Minute).Should(Receive(BeNil()), "the held caller was answered")
 	Expect((<-held).Status).To(Equal(200))
-	pods, err := fw.Clientset.CoreV1().Pods(napwakeNS).List(ctx, metav1.ListOptions{LabelSelector: napwakev1alpha1.LabelAppName + "=" + napwakev1alpha1.AppName})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(pods.Items).To(BeEmpty(), "Napwake's pods are gone")
+	Eventually(func(g Gomega) {
+		pods, err := fw.Clientset.CoreV1().Pods(napwakeNS).List(ctx, metav1.ListOptions{LabelSelector: napwakev1alpha1.LabelAppName + "=" + napwakev1alpha1.AppName})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods.Items).To(BeEmpty(), "Napwake's pods are gone")
+	}).WithTimeout(time.Minute).Should(Succeed())
+	for _, name := range []string{paused.Name, pausing.Name, waking.Name} {
+		mw, err := fw.ManagedWorkload(ctx, ns, name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mw.Status.Phase).To(Equal(napwakev1alpha1.PhaseRunning), "%s says what is true: a later install finishes no pause", name)
+		Expect(mw.Status.Pause).To(BeNil())
+	}
 
 	By("installing as the README says, from a registry, no tag given")
 	stopRegistry := startUserRegistry(ctx)

@@ -225,6 +225,12 @@ serializeImagePulls: false
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# The test bed loads its images into containerd, and the install scenario
+# also pulls the same images, byte for byte, from a registry under another
+# name. With the default policy the kubelet then insists on pulling the
+# loaded name too (it has a record of that image ID pulled with other
+# credentials), and napwake.local is no registry.
+imagePullCredentialsVerificationPolicy: NeverVerify
 EOF
   cat >"$STATE/etc/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1

@@ -5,7 +5,7 @@
 // (`operator restore`) and `kubectl napwake restore` run it
 // (docs/uninstall.md).
 //
-// The order is the one a wake keeps (docs/design/routing.md): replicas first,
+// The order is the one a wake keeps (docs/design/pause-wake.md): replicas first,
 // routes last, so no Service is left pointing nowhere while pods start; a
 // crash or a second run at any step finds the pause record still there and
 // does the rest.
@@ -164,8 +164,12 @@ func Run(ctx context.Context, c client.Client, o Options) (Report, error) {
 		if r.Outcomes[i].Err != nil {
 			continue // its finalizer stays: the operator, or a second run, still has work there
 		}
-		if err := letGo(ctx, c, &list.Items[i]); err != nil {
+		note, err := letGo(ctx, c, &list.Items[i], time.Now())
+		if err != nil {
 			r.Outcomes[i].Err = err
+		}
+		if note != "" {
+			say("  %s: %s", r.Outcomes[i].ManagedWorkload, note)
 		}
 	}
 	for _, out := range r.Outcomes {
@@ -379,17 +383,35 @@ func removeForwarders(ctx context.Context, c client.Client, namespace string) (i
 	return n, nil
 }
 
-// letGo removes Napwake's finalizer: its work (replicas back, routes gone)
-// is done, and with no operator left it would hold the ManagedWorkload, and
-// its namespace, from being deleted. A new operator adds it again.
-func letGo(ctx context.Context, c client.Client, mw *napwakev1alpha1.ManagedWorkload) error {
+// letGo makes the ManagedWorkload say what is now true, Running with no
+// pause in force and resumed now, so that a later install neither finishes a
+// pause nobody is waiting for nor repeats an old pause request; then removes
+// Napwake's finalizer: its work (replicas back, routes gone) is done, and
+// with no operator left it would hold the ManagedWorkload, and its
+// namespace, from being deleted. A new operator adds it again. The status
+// is the operator's to write (an admission policy refuses anyone else while
+// Napwake is installed): a refusal is said in note and is not a failure,
+// since a new operator also reads a paused workload found scaled up as woken.
+func letGo(ctx context.Context, c client.Client, mw *napwakev1alpha1.ManagedWorkload, now time.Time) (note string, err error) {
+	if mw.Status.Pause != nil || (mw.Status.Phase != napwakev1alpha1.PhaseRunning && mw.Status.Phase != "") {
+		was := mw.Status.Phase
+		patch := client.MergeFrom(mw.DeepCopy())
+		mw.Status.Phase = napwakev1alpha1.PhaseRunning
+		mw.Status.Pause = nil
+		mw.Status.PauseAt = nil
+		resumed := metav1.NewTime(now)
+		mw.Status.ResumedAt = &resumed
+		if err := c.Status().Patch(ctx, mw, patch); client.IgnoreNotFound(err) != nil {
+			note = fmt.Sprintf("scaled back, but its status still says %s: %v", was, err)
+		}
+	}
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
-		return nil
+		return note, nil
 	}
 	patch := client.MergeFrom(mw.DeepCopy())
 	controllerutil.RemoveFinalizer(mw, napwakev1alpha1.Finalizer)
 	if err := c.Patch(ctx, mw, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer %s: %w", napwakev1alpha1.Finalizer, err)
+		return note, fmt.Errorf("removing finalizer %s: %w", napwakev1alpha1.Finalizer, err)
 	}
-	return nil
+	return note, nil
 }

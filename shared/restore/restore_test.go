@@ -259,6 +259,11 @@ func TestAnUninstallLeavesEveryWorkloadAtItsSavedCount(t *testing.T) {
 		if len(mw.Finalizers) != 0 {
 			t.Errorf("%s keeps finalizers %v: a gone operator would never remove them", mw.Name, mw.Finalizers)
 		}
+		// What a later install reads: nothing left to finish, no old
+		// pause request newer than the last wake.
+		if mw.Status.Phase != napwakev1alpha1.PhaseRunning || mw.Status.Pause != nil || (mw.Name != "running") != (mw.Status.ResumedAt != nil) {
+			t.Errorf("%s's status after the restore: phase %s, pause %v, resumedAt %v; want Running, no pause, resumed now unless it was running", mw.Name, mw.Status.Phase, mw.Status.Pause, mw.Status.ResumedAt)
+		}
 	}
 	for _, want := range []string{"Stopping the operator", "6 ManagedWorkloads in namespace " + e.ns + "; 3 paused or pausing", "paused: Deployment/paused 0 → 3 replicas", "Removed 5 EndpointSlices"} {
 		if !strings.Contains(progress.String(), want) {
