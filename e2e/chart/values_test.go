@@ -218,6 +218,18 @@ func componentValueCases() []valueCase {
 			},
 		},
 		{
+			name: "rbac.aggregateClusterRoles false renders no role for people",
+			args: []string{"--set", "rbac.aggregateClusterRoles=false"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				for _, name := range []string{viewRole, editRole} {
+					if u := objs.find("ClusterRole", name); u != nil {
+						t.Errorf("ClusterRole %s rendered while rbac.aggregateClusterRoles is false", name)
+					}
+				}
+			},
+		},
+		{
 			name: "the admission policies name the release's doorman and operator ServiceAccounts",
 			args: []string{"--namespace", "elsewhere"},
 			check: func(t *testing.T, objs objects) {
