@@ -79,6 +79,7 @@ const (
 	viewer    = "alice" // view in team-a
 	editor    = "bob"   // edit in team-a
 	nsAdmin   = "carol" // admin in team-a
+	direct    = "dave"  // the chart's two roles in team-a, bound directly
 )
 
 // testPeopleAccess proves, on what helm installed, that people bound to the
@@ -94,7 +95,10 @@ const (
 //     and the admin, writing their annotations, and follows the phase with
 //     --wait; and refuses the editor in a namespace where it has no binding;
 //   - the API server's authorizer gives edit nothing on ManagedWorkloads
-//     beyond patch: no update, create, delete or status.
+//     beyond patch: no update, create, delete or status;
+//   - bound directly, as rbac.aggregateClusterRoles=false leaves them, the
+//     chart's two roles let the plugin look and wake, and give nothing else
+//     (no Secrets, not even events).
 func testPeopleAccess(t *testing.T) {
 	ctx := context.Background()
 	c := clientsAs(t, "")
@@ -109,10 +113,12 @@ func testPeopleAccess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for user, role := range map[string]string{viewer: "view", editor: "edit", nsAdmin: "admin"} {
-		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: peopleNS, Name: user + "-" + role},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	for _, b := range []struct{ user, role string }{
+		{viewer, "view"}, {editor, "edit"}, {nsAdmin, "admin"}, {direct, viewRole}, {direct, editRole},
+	} {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: peopleNS, Name: b.user + "-" + b.role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: b.user}}}
 		if _, err := c.kube.RbacV1().RoleBindings(peopleNS).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +177,15 @@ func testPeopleAccess(t *testing.T) {
 			{editor, access{"patch", "napwake.dev", "managedworkloads", "", strangeNS, "api"}, false},
 			{nsAdmin, access{"delete", "napwake.dev", "managedworkloads", "", peopleNS, "api"}, false},
 			{nsAdmin, access{"update", "napwake.dev", "managedworkloads", "status", peopleNS, "api"}, false},
+			// Bound directly (what rbac.aggregateClusterRoles=false leaves
+			// to the cluster admin), the chart's roles give the same.
+			{direct, access{"watch", "napwake.dev", "managedworkloads", "", peopleNS, ""}, true},
+			{direct, access{"patch", "napwake.dev", "managedworkloads", "", peopleNS, "api"}, true},
+			{direct, access{"update", "napwake.dev", "managedworkloads", "", peopleNS, "api"}, false},
+			{direct, access{"delete", "napwake.dev", "managedworkloads", "", peopleNS, "api"}, false},
+			{direct, access{"patch", "napwake.dev", "managedworkloads", "status", peopleNS, "api"}, false},
+			{direct, access{"get", "", "secrets", "", peopleNS, ""}, false},
+			{direct, access{"list", "", "events", "", peopleNS, ""}, false},
 		} {
 			if got := may(t, tc.user, tc.a); got != tc.want {
 				t.Errorf("%s may %v: %v, want %v", tc.user, tc.a, got, tc.want)
@@ -236,6 +251,13 @@ func testPeopleAccess(t *testing.T) {
 		if anns := annotations(t, strangeNS); len(anns) != 0 {
 			t.Errorf("a refused wake in team-b wrote %v", anns)
 		}
+	})
+
+	t.Run("the chart's roles bound directly look and pause", func(t *testing.T) {
+		napwake(direct, "status", "-n", peopleNS).wantOK(t)
+		start := time.Now().UTC().Truncate(time.Second)
+		napwake(direct, "pause", "api", "-n", peopleNS).wantOK(t)
+		wantStamp(t, annotations(t, peopleNS), "napwake.dev/pause-requested", start, 0)
 	})
 
 	t.Run("an admin wakes", func(t *testing.T) {
