@@ -165,6 +165,11 @@ func testPeopleAccess(t *testing.T) {
 			want bool
 		}{
 			{viewer, access{"get", "napwake.dev", "managedworkloads", "", peopleNS, "api"}, true},
+			// What else the plugin reads, view has of its own: events
+			// (status, describe), Deployments and StatefulSets (savings).
+			{viewer, access{"list", "", "events", "", peopleNS, ""}, true},
+			{viewer, access{"get", "apps", "deployments", "", peopleNS, "api"}, true},
+			{viewer, access{"get", "apps", "statefulsets", "", peopleNS, "api"}, true},
 			{viewer, access{"patch", "napwake.dev", "managedworkloads", "", peopleNS, "api"}, false},
 			{viewer, access{"list", "napwake.dev", "managedworkloads", "", strangeNS, ""}, false},
 			{viewer, access{"list", "napwake.dev", "managedworkloads", "", "", ""}, false},
@@ -197,7 +202,7 @@ func testPeopleAccess(t *testing.T) {
 	kc := kubeconfig(t)
 	napwake := func(user string, args ...string) pluginRun { return runPlugin(t, bin, kc, user, args...) }
 
-	t.Run("a viewer sees status and describe, and may not wake or pause", func(t *testing.T) {
+	t.Run("a viewer sees status, describe, forecast and savings, and may not wake or pause", func(t *testing.T) {
 		r := napwake(viewer, "status", "-n", peopleNS)
 		r.wantOK(t)
 		if !strings.Contains(r.stdout, "api") || !strings.Contains(r.stdout, "Paused") {
@@ -208,6 +213,8 @@ func testPeopleAccess(t *testing.T) {
 		if !strings.Contains(r.stdout, "api") || !strings.Contains(r.stdout, "Paused") {
 			t.Errorf("describe printed:\n%s", r.stdout)
 		}
+		napwake(viewer, "forecast", "api", "-n", peopleNS).wantOK(t)
+		napwake(viewer, "savings", "-n", peopleNS).wantOK(t)
 		for verb, key := range map[string]string{"wake": "napwake.dev/wake-requested", "pause": "napwake.dev/pause-requested"} {
 			r = napwake(viewer, verb, "api", "-n", peopleNS)
 			r.wantRefused(t, "error: setting "+key+` on ManagedWorkload api: not allowed: managedworkloads.napwake.dev "api" is forbidden: User "alice" cannot patch resource "managedworkloads" in API group "napwake.dev" in the namespace "team-a": `+
