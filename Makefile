@@ -24,8 +24,9 @@ GOTEST_FLAGS ?= -race -count=1
 FUZZTIME ?= 30s
 # How long `make soak` runs its traffic after the baseline.
 SOAK_DURATION ?= 30m
-# envtest's etcd, kube-apiserver and kubectl: built from source once, cached by version.
-ASSETS = $$($(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl | tail -n 1)
+# envtest's etcd, kube-apiserver and kubectl, and the kube-controller-manager
+# e2e/chart runs for ClusterRole aggregation: built from source once, cached by version.
+ASSETS = $$($(ROOT)/hack/testbed/build-binaries.sh etcd kube-apiserver kubectl kube-controller-manager | tail -n 1)
 
 ##@ Everyday
 

@@ -244,6 +244,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 
 	t.Run("the admission policies", testAdmissionPolicies)
 	t.Run("the RBAC", testRBAC)
+	t.Run("people's access through view, edit and admin", testPeopleAccess)
 
 	// The doorman fills its wake key (as itself: its Role allows it).
 	doorman := clientsAs(t, doormanUser)

@@ -92,6 +92,7 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 		{"ValidatingAdmissionPolicyBinding", doormanName + "-only-sets-last-request"},
 		{"ValidatingAdmissionPolicy", operatorName + "-only-writes-status"},
 		{"ValidatingAdmissionPolicyBinding", operatorName + "-only-writes-status"},
+		{"ClusterRole", viewRole}, {"ClusterRole", editRole},
 	} {
 		objs.get(t, want.kind, want.name)
 	}
@@ -100,8 +101,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 			t.Errorf("%s rendered by default: %s", off, got)
 		}
 	}
-	if got := len(objs); got != 23 {
-		t.Errorf("rendered %d objects, want the 23 above: %s", got, objs)
+	if got := len(objs); got != 25 {
+		t.Errorf("rendered %d objects, want the 25 above: %s", got, objs)
 	}
 	for _, u := range objs {
 		if ns := u.GetNamespace(); ns != "" && ns != namespace {

@@ -218,6 +218,20 @@ func componentValueCases() []valueCase {
 			},
 		},
 		{
+			name: "rbac.aggregateClusterRoles false keeps people's roles out of view, edit and admin",
+			args: []string{"--set", "rbac.aggregateClusterRoles=false"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				for _, name := range []string{viewRole, editRole} {
+					for k := range objs.get(t, "ClusterRole", name).GetLabels() {
+						if strings.HasPrefix(k, aggregateTo) {
+							t.Errorf("ClusterRole %s labelled %s while rbac.aggregateClusterRoles is false", name, k)
+						}
+					}
+				}
+			},
+		},
+		{
 			name: "the admission policies name the release's doorman and operator ServiceAccounts",
 			args: []string{"--namespace", "elsewhere"},
 			check: func(t *testing.T, objs objects) {

@@ -203,6 +203,11 @@ helm install napwake charts/napwake --namespace napwake-system
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with
   ` + "`napwake.dev/wake-requested`" + ` or ` + "`napwake.dev/last-activity`" + ` instead.
+- **People's access** (` + "`rbac.aggregateClusterRoles`" + `, on): ` + "`<release>-view`" + ` (get, list, watch
+  ManagedWorkloads) is folded into the built-in ` + "`view`, `edit` and `admin`" + ` ClusterRoles and
+  ` + "`<release>-edit`" + ` (patch them) into ` + "`edit` and `admin`" + `, so a RoleBinding to ` + "`view`" + ` in a
+  namespace lets ` + "`kubectl napwake status`" + ` and ` + "`describe`" + ` run there, and one to ` + "`edit`" + ` also
+  ` + "`wake`" + ` and ` + "`pause`" + `. Off, bind the two roles yourself. See docs/kubectl-plugin.md.
 - **Who may reach the doorman**: set ` + "`networkPolicy.enabled`" + ` and list your paused
   workloads' real callers in ` + "`doorman.networkPolicy.ingressFrom`" + ` (NetworkPolicy peers);
   ` + "`ingressFrom`" + ` without ` + "`networkPolicy.enabled`" + ` is refused.

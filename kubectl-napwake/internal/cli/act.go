@@ -121,7 +121,7 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 		return fmt.Errorf("encoding the patch: %w", err)
 	}
 	if err := s.c.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return s.explain(ctx, err, "setting "+key+" on ManagedWorkload "+name, name)
+		return s.explain(ctx, err, request{doing: "setting " + key + " on ManagedWorkload " + name, name: name, role: roleEdit, namespace: mw.Namespace})
 	}
 	if skew > maxQuietSkew || skew < -maxQuietSkew {
 		fmt.Fprintf(o.IO.ErrOut, "note: this machine's clock is %s off the cluster's; the request carries the cluster's time\n", skew.Abs().Round(time.Second))
@@ -193,7 +193,7 @@ func (o *Options) waitForPhase(ctx context.Context, s *session, mw *napwakev1alp
 			if ctx.Err() != nil {
 				break
 			}
-			return s.explain(ctx, err, "watching ManagedWorkload "+mw.Name, mw.Name)
+			return s.explain(ctx, err, s.read("watching ManagedWorkload "+mw.Name, mw.Name))
 		}
 		phase, rv, err = o.follow(ctx, s, w, ticker.C(), live, mw, phase, rv, start)
 		w.Stop()
@@ -238,7 +238,7 @@ func (o *Options) follow(ctx context.Context, s *session, w watch.Interface, tic
 					// Our resourceVersion is too old: read afresh, watch from there.
 					fresh := &napwakev1alpha1.ManagedWorkload{}
 					if err := s.c.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil {
-						return phase, rv, s.explain(ctx, err, "getting ManagedWorkload "+mw.Name, mw.Name)
+						return phase, rv, s.explain(ctx, err, s.read("getting ManagedWorkload "+mw.Name, mw.Name))
 					}
 					return fresh.Status.Phase, fresh.ResourceVersion, nil
 				}

@@ -294,9 +294,17 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		{"the wrong namespace", adminKubeconfig, []string{"wake", "lonely", "-n", "default"},
 			`ManagedWorkload "lonely" not found in namespace "default", but namespace "elsewhere" has one: add -n elsewhere`},
 		{"no permission to list", aliceKubeconfig, []string{"status", "-n", ns},
-			`listing ManagedWorkloads: not allowed: managedworkloads.napwake.dev is forbidden: User "alice" cannot list resource "managedworkloads" in API group "napwake.dev" in the namespace "elsewhere": ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context`},
+			`listing ManagedWorkloads: not allowed: managedworkloads.napwake.dev is forbidden: User "alice" cannot list resource "managedworkloads" in API group "napwake.dev" in the namespace "elsewhere": ` +
+				"reading ManagedWorkloads takes the ClusterRole view, edit or admin in namespace elsewhere: ask a cluster admin for a RoleBinding " +
+				"(`kubectl create rolebinding <name> --clusterrole=view --user=<you> -n elsewhere`), or use another --context"},
+		{"no permission to list in every namespace", aliceKubeconfig, []string{"status", "-A"},
+			`listing ManagedWorkloads: not allowed: managedworkloads.napwake.dev is forbidden: User "alice" cannot list resource "managedworkloads" in API group "napwake.dev" at the cluster scope: ` +
+				"reading ManagedWorkloads takes the ClusterRole view, edit or admin in every namespace for -A: ask a cluster admin for a ClusterRoleBinding " +
+				"(`kubectl create clusterrolebinding <name> --clusterrole=view --user=<you>`), or leave out -A and pass -n"},
 		{"no permission to get", aliceKubeconfig, []string{"pause", "lonely", "-n", ns},
-			`getting ManagedWorkload lonely: not allowed: managedworkloads.napwake.dev "lonely" is forbidden: User "alice" cannot get resource "managedworkloads" in API group "napwake.dev" in the namespace "elsewhere": ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context`},
+			`getting ManagedWorkload lonely: not allowed: managedworkloads.napwake.dev "lonely" is forbidden: User "alice" cannot get resource "managedworkloads" in API group "napwake.dev" in the namespace "elsewhere": ` +
+				"reading ManagedWorkloads takes the ClusterRole view, edit or admin in namespace elsewhere: ask a cluster admin for a RoleBinding " +
+				"(`kubectl create rolebinding <name> --clusterrole=view --user=<you> -n elsewhere`), or use another --context"},
 		{"an unreachable cluster", unreachable, []string{"status"},
 			"cannot reach the Kubernetes API server at https://" + addr + " (connection refused): check that the cluster is up and that --context/--kubeconfig point at it"},
 		{"no name", adminKubeconfig, []string{"wake"},
@@ -343,7 +351,8 @@ func TestVersionAnswersWhenTheClusterIsUnreachable(t *testing.T) {
 
 // TestAViewerMayLookButNotWake gives a user a Role that reads
 // ManagedWorkloads but may not patch them: status works, wake fails with the
-// API server's reason in one line, and nothing is written.
+// API server's reason and the role and binding that would allow it in one
+// line, and nothing is written.
 func TestAViewerMayLookButNotWake(t *testing.T) {
 	ns := namespace(t, "viewer")
 	createWorkload(t, &napwakev1alpha1.ManagedWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
@@ -379,7 +388,9 @@ func TestAViewerMayLookButNotWake(t *testing.T) {
 		t.Errorf("bob's status:\n%s", r.out)
 	}
 	r = run(t, bob, nil, "wake", "api", "-n", ns)
-	assertOneLine(t, r, `setting napwake.dev/wake-requested on ManagedWorkload api: not allowed: managedworkloads.napwake.dev "api" is forbidden: User "bob" cannot patch resource "managedworkloads" in API group "napwake.dev" in the namespace "viewer": ask a cluster admin`)
+	assertOneLine(t, r, `setting napwake.dev/wake-requested on ManagedWorkload api: not allowed: managedworkloads.napwake.dev "api" is forbidden: User "bob" cannot patch resource "managedworkloads" in API group "napwake.dev" in the namespace "viewer": `+
+		"wake and pause take the ClusterRole edit or admin in namespace viewer (view only reads): ask a cluster admin for a RoleBinding "+
+		"(`kubectl create rolebinding <name> --clusterrole=edit --user=<you> -n viewer`), or use another --context")
 	var mw napwakev1alpha1.ManagedWorkload
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, &mw); err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func (o *Options) runDescribe(ctx context.Context, name string, out *outputFlags
 	events, err := s.eventsAbout(ctx, mw)
 	if err != nil {
 		if _, down := unreachable(err); down {
-			return s.explain(ctx, err, "listing events", "")
+			return s.explain(ctx, err, request{doing: "listing events"})
 		}
 		// Without permission to read events the rest still describes it.
 		events = nil
@@ -90,7 +90,7 @@ func (o *Options) getWorkload(ctx context.Context, name string) (*session, *napw
 	}
 	mw := &napwakev1alpha1.ManagedWorkload{}
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, mw); err != nil {
-		return nil, nil, s.explain(ctx, err, "getting ManagedWorkload "+name, name)
+		return nil, nil, s.explain(ctx, err, s.read("getting ManagedWorkload "+name, name))
 	}
 	mw.SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"))
 	return s, mw, nil

@@ -48,10 +48,36 @@ func explainConfig(err error) error {
 // crdCheckTimeout bounds the one discovery request made to explain a 404.
 const crdCheckTimeout = 10 * time.Second
 
-// explain words err, met while doing (e.g. "getting ManagedWorkload api"),
-// as one line naming what to do. name is the ManagedWorkload asked for by
-// name, "" for a list.
-func (s *session) explain(ctx context.Context, err error, doing, name string) error {
+// request is what the plugin asked the API server, for explaining its answer.
+type request struct {
+	// doing says it in the -ing form: "getting ManagedWorkload api".
+	doing string
+	// name is the ManagedWorkload asked for by name; "" for a list.
+	name string
+	// role is the built-in ClusterRole that grants it (roleView, roleEdit),
+	// "" for a request neither grants.
+	role string
+	// namespace is where it was asked; "" for every namespace (-A).
+	namespace string
+}
+
+// The built-in ClusterRoles the plugin's requests need in a namespace: the
+// chart aggregates Napwake's roles into them (rbac.aggregateClusterRoles).
+const (
+	// roleView reads ManagedWorkloads (get, list, watch): status, describe,
+	// forecast, and the reads of wake and pause.
+	roleView = "view"
+	// roleEdit also patches them: wake and pause. admin has it too.
+	roleEdit = "edit"
+)
+
+// read is a request for ManagedWorkloads that view grants.
+func (s *session) read(doing, name string) request {
+	return request{doing: doing, name: name, role: roleView, namespace: s.namespace}
+}
+
+// explain words err, met while making req, as one line naming what to do.
+func (s *session) explain(ctx context.Context, err error, req request) error {
 	if err == nil {
 		return nil
 	}
@@ -66,18 +92,42 @@ func (s *session) explain(ctx context.Context, err error, doing, name string) er
 	case apierrors.IsUnauthorized(err):
 		return userErrorf("the API server at %s does not accept your credentials (401 Unauthorized): log in again or pick another --context", s.cfg.Host)
 	case apierrors.IsForbidden(err):
-		return userErrorf("%s: not allowed: %s: ask a cluster admin for access to ManagedWorkloads (napwake.dev), or use another --context", doing, statusMessage(err))
+		return forbidden(err, req)
 	case apierrors.IsNotFound(err):
 		if !s.crdInstalled() {
 			return userErrorf("the ManagedWorkload API (%s) is not installed in the cluster at %s: install Napwake (its Helm chart installs the CRD), or pick the right --context", napwakev1alpha1.GroupVersion, s.cfg.Host)
 		}
-		if name != "" {
-			return s.notFound(ctx, name)
+		if req.name != "" {
+			return s.notFound(ctx, req.name)
 		}
 	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded):
-		return userErrorf("%s: the API server at %s did not answer in time: try again, or raise --request-timeout", doing, s.cfg.Host)
+		return userErrorf("%s: the API server at %s did not answer in time: try again, or raise --request-timeout", req.doing, s.cfg.Host)
 	}
-	return userErrorf("%s: %v", doing, err)
+	return userErrorf("%s: %v", req.doing, err)
+}
+
+// forbidden words a 403: the API server's reason, then the built-in role
+// that grants req where it was asked and the binding a cluster admin would
+// create for it.
+func forbidden(err error, req request) error {
+	head := req.doing + ": not allowed: " + statusMessage(err)
+	var what string
+	switch req.role {
+	case roleView:
+		what = "reading ManagedWorkloads takes the ClusterRole view, edit or admin"
+	case roleEdit:
+		what = "wake and pause take the ClusterRole edit or admin"
+	default:
+		return userErrorf("%s: ask a cluster admin for access, or use another --context", head)
+	}
+	where, bind, otherwise := "in namespace "+req.namespace, "a RoleBinding (`kubectl create rolebinding <name> --clusterrole="+req.role+" --user=<you> -n "+req.namespace+"`)", "use another --context"
+	if req.namespace == "" {
+		where, bind, otherwise = "in every namespace for -A", "a ClusterRoleBinding (`kubectl create clusterrolebinding <name> --clusterrole="+req.role+" --user=<you>`)", "leave out -A and pass -n"
+	}
+	if req.role == roleEdit {
+		where += " (view only reads)"
+	}
+	return userErrorf("%s: %s %s: ask a cluster admin for %s, or %s", head, what, where, bind, otherwise)
 }
 
 // statusMessage is the API server's own sentence, e.g. `User "alice" cannot

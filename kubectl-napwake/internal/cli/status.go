@@ -82,12 +82,15 @@ func (o *Options) listWorkloads(ctx context.Context) (*session, []client.ListOpt
 		return nil, nil, nil, err
 	}
 	var scope []client.ListOption
-	if !o.allNamespaces {
+	req := s.read("listing ManagedWorkloads", "")
+	if o.allNamespaces {
+		req.namespace = ""
+	} else {
 		scope = append(scope, client.InNamespace(s.namespace))
 	}
 	var list napwakev1alpha1.ManagedWorkloadList
 	if err := s.c.List(ctx, &list, scope...); err != nil {
-		return nil, nil, nil, s.explain(ctx, err, "listing ManagedWorkloads", "")
+		return nil, nil, nil, s.explain(ctx, err, req)
 	}
 	return s, scope, &list, nil
 }
@@ -108,7 +111,7 @@ func (o *Options) runStatus(ctx context.Context, out *outputFlags) error {
 	var events corev1.EventList
 	if err := s.c.List(ctx, &events, append(scope, client.MatchingFields{"reason": napwakev1alpha1.EventInvalidSetting})...); err != nil {
 		if _, down := unreachable(err); down {
-			return s.explain(ctx, err, "listing events", "")
+			return s.explain(ctx, err, request{doing: "listing events"})
 		}
 		events.Items = nil
 	}

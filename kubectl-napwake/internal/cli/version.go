@@ -91,7 +91,7 @@ func (o *Options) operatorVersion(ctx context.Context) render.OperatorVersion {
 		napwakev1alpha1.LabelControlPlane: napwakev1alpha1.ControlPlaneOperator,
 		napwakev1alpha1.LabelAppName:      napwakev1alpha1.AppName,
 	}); err != nil {
-		return unknown(s.explain(ctx, err, "listing the operator's pods", "").Error())
+		return unknown(s.explain(ctx, err, request{doing: "listing the operator's pods"}).Error())
 	}
 	var versions, namespaces []string
 	for _, p := range pods.Items {
