@@ -290,3 +290,24 @@ func names[R any](seen []Named[R]) []string {
 	}
 	return out
 }
+
+// ScaleTargetRef is a ScaledObject's spec.scaleTargetRef.
+type ScaleTargetRef struct {
+	APIVersion, Kind, Name string
+}
+
+// ScalesTarget says whether a ScaledObject's scaleTargetRef names the
+// workload of that kind and name. KEDA's defaults apply: an empty kind is
+// a Deployment, an empty apiVersion apps/v1; a Deployment or StatefulSet
+// of another group is not the workload.
+func ScalesTarget(ref ScaleTargetRef, kind napwakev1alpha1.TargetKind, name string) bool {
+	refKind := ref.Kind
+	if refKind == "" {
+		refKind = string(napwakev1alpha1.KindDeployment)
+	}
+	group, _, _ := strings.Cut(ref.APIVersion, "/")
+	if !strings.Contains(ref.APIVersion, "/") {
+		group = "" // "v1" is the core group's, "" is KEDA's default, apps/v1
+	}
+	return ref.Name == name && refKind == string(kind) && (ref.APIVersion == "" || group == "apps")
+}

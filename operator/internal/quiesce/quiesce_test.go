@@ -190,3 +190,26 @@ func TestAnnotationPatchRemovesWithNull(t *testing.T) {
 		t.Fatal("an empty Action writes something")
 	}
 }
+
+func TestScalesTarget(t *testing.T) {
+	dep, sts := napwakev1alpha1.KindDeployment, napwakev1alpha1.KindStatefulSet
+	for _, tc := range []struct {
+		name string
+		ref  ScaleTargetRef
+		kind napwakev1alpha1.TargetKind
+		want bool
+	}{
+		{"a name alone is a Deployment of apps/v1", ScaleTargetRef{Name: "api"}, dep, true},
+		{"a name alone is not a StatefulSet", ScaleTargetRef{Name: "api"}, sts, false},
+		{"a StatefulSet of apps/v1", ScaleTargetRef{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "api"}, sts, true},
+		{"another name", ScaleTargetRef{Name: "web"}, dep, false},
+		{"another group's Deployment", ScaleTargetRef{APIVersion: "example.com/v1", Kind: "Deployment", Name: "api"}, dep, false},
+		{"a core-group kind", ScaleTargetRef{APIVersion: "v1", Kind: "Deployment", Name: "api"}, dep, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScalesTarget(tc.ref, tc.kind, "api"); got != tc.want {
+				t.Fatalf("ScalesTarget(%+v, %s, api) = %v, want %v", tc.ref, tc.kind, got, tc.want)
+			}
+		})
+	}
+}
