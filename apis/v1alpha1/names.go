@@ -165,8 +165,7 @@ const (
 	// ConditionSchedule says whether spec.schedule is read and followed;
 	// absent without one.
 	ConditionSchedule = "Schedule"
-
-// ConditionAutoscalers says whether the KEDA ScaledObjects that scale
+	// ConditionAutoscalers says whether the KEDA ScaledObjects that scale
 	// the target hold it at 0 while it is paused; absent unless the
 	// operator runs with --keda.
 	ConditionAutoscalers = "Autoscalers"

@@ -66,7 +66,7 @@ func healthCheck(t *testing.T) string {
 
 // luaValue turns an object read from the API server into Lua values as
 // Argo CD's util/lua does (its decodeValue).
-func luaValue(L *lua.LState, v any) lua.LValue {
+func luaValue(ls *lua.LState, v any) lua.LValue {
 	switch v := v.(type) {
 	case float64:
 		return lua.LNumber(v)
@@ -77,15 +77,15 @@ func luaValue(L *lua.LState, v any) lua.LValue {
 	case bool:
 		return lua.LBool(v)
 	case []any:
-		t := L.CreateTable(len(v), 0)
+		t := ls.CreateTable(len(v), 0)
 		for _, e := range v {
-			t.Append(luaValue(L, e))
+			t.Append(luaValue(ls, e))
 		}
 		return t
 	case map[string]any:
-		t := L.CreateTable(0, len(v))
+		t := ls.CreateTable(0, len(v))
 		for k, e := range v {
-			t.RawSetH(lua.LString(k), luaValue(L, e))
+			t.RawSetH(lua.LString(k), luaValue(ls, e))
 		}
 		return t
 	}
@@ -97,23 +97,23 @@ func luaValue(L *lua.LState, v any) lua.LValue {
 // message.
 func health(t *testing.T, script string, obj map[string]any) (status, message string) {
 	t.Helper()
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
+	ls := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer ls.Close()
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
 	}{{lua.LoadLibName, lua.OpenPackage}, {lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}} {
-		if err := L.CallByParam(lua.P{Fn: L.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
+		if err := ls.CallByParam(lua.P{Fn: ls.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	L.SetGlobal("obj", luaValue(L, obj))
-	if err := L.DoString(script); err != nil {
+	ls.SetGlobal("obj", luaValue(ls, obj))
+	if err := ls.DoString(script); err != nil {
 		t.Fatalf("the health check fails: %v", err)
 	}
-	hs, ok := L.Get(-1).(*lua.LTable)
+	hs, ok := ls.Get(-1).(*lua.LTable)
 	if !ok {
-		t.Fatalf("the health check returns %v, want a table", L.Get(-1))
+		t.Fatalf("the health check returns %v, want a table", ls.Get(-1))
 	}
 	return lua.LVAsString(hs.RawGetString("status")), lua.LVAsString(hs.RawGetString("message"))
 }
