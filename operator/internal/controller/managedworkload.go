@@ -110,7 +110,8 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// its ScaledObjects are then put right at the next sync period.
 		so := &unstructured.Unstructured{}
 		so.SetGroupVersionKind(ScaledObjectGVK)
-		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject))
+		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject), builder.WithPredicates(predicate.Or(
+			predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))) // not KEDA's status writes
 	}
 	return b.Complete(r)
 }
