@@ -85,12 +85,12 @@ func TestAScaledObjectEditedWhilePausedIsSetBackThroughTheWatch(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, map[string]string{napwakev1alpha1.LabelEnabled: "true"}, nil)
 	so := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"scaleTargetRef": map[string]any{"name": "api"},
+		"scaleTargetRef": map[string]any{"name": "web"},
 		"triggers":       []any{map[string]any{"type": "cpu", "metadata": map[string]any{"value": "50"}}},
 	}}}
 	so.SetGroupVersionKind(schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"})
 	so.SetNamespace(ns)
-	so.SetName("api")
+	so.SetName("web")
 	must(t, k8s.Create(ctx, so))
 	key := client.ObjectKeyFromObject(so)
 	pausedReplicas := func(want string) func() error {
@@ -102,10 +102,10 @@ func TestAScaledObjectEditedWhilePausedIsSetBackThroughTheWatch(t *testing.T) {
 			return nil
 		}
 	}
-	must(t, k8s.Create(ctx, deployment(ns, "api", 1, nil, map[string]string{napwakev1alpha1.AnnotationPauseRequested: s.clock.Now().Format(time.RFC3339)})))
-	testenv.Eventually(t, "scaled to 0", func() error { return replicasAre(ns, "api", 0) })
+	must(t, k8s.Create(ctx, deployment(ns, "web", 1, nil, map[string]string{napwakev1alpha1.AnnotationPauseRequested: s.clock.Now().Format(time.RFC3339)})))
+	testenv.Eventually(t, "scaled to 0", func() error { return replicasAre(ns, "web", 0) })
 	testenv.Eventually(t, "paused-replicas 0", pausedReplicas("0"))
-	testenv.Eventually(t, "Paused", func() error { return phaseIs(ns, "api", napwakev1alpha1.PhasePaused) })
+	testenv.Eventually(t, "Paused", func() error { return phaseIs(ns, "web", napwakev1alpha1.PhasePaused) })
 
 	must(t, k8s.Get(ctx, key, so))
 	a := so.GetAnnotations()
@@ -114,6 +114,6 @@ func TestAScaledObjectEditedWhilePausedIsSetBackThroughTheWatch(t *testing.T) {
 	must(t, k8s.Update(ctx, so))
 	testenv.Eventually(t, "paused-replicas set back to 0", pausedReplicas("0"))
 	testenv.Eventually(t, "an AutoscalerReset event", func() error {
-		return findEvent(ns, "api", napwakev1alpha1.EventAutoscalerReset, "set back to 0")
+		return findEvent(ns, "web", napwakev1alpha1.EventAutoscalerReset, "set back to 0")
 	})
 }
