@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/testenv"
 )
 
 // These tests hold KEDA ScaledObjects against KEDA's own CRD
@@ -258,4 +260,36 @@ func TestScaledObjects(t *testing.T) {
 		f.reconcile()
 		f.wantAnnotations(so, "", "", "the ManagedWorkload deleted")
 	})
+}
+
+// blockingReader never answers: a cache whose informer cannot sync.
+type blockingReader struct{ client.Reader }
+
+func (blockingReader) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestAScaledObjectReadThatNeverAnswersDoesNotHoldTheReconcile: an
+// operator run with --keda but without the RBAC to list ScaledObjects has a
+// cache that never syncs them; the reconcile gives up on them after
+// aroundReadTimeout, goes on, and asks to be called again soon.
+func TestAScaledObjectReadThatNeverAnswersDoesNotHoldTheReconcile(t *testing.T) {
+	defer func(d time.Duration) { aroundReadTimeout = d }(aroundReadTimeout)
+	aroundReadTimeout = 100 * time.Millisecond
+	f := newFixture(t, 2)
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(ScaledObjectGVK, meta.RESTScopeNamespace)
+	f.r.KEDA = &KEDA{Reader: blockingReader{}, Mapper: m, Clock: f.clock}
+	done := make(chan reconcile.Result, 1)
+	go func() { done <- f.reconcile() }()
+	select {
+	case res := <-done:
+		if res.RequeueAfter <= 0 || res.RequeueAfter > quiesceRetry {
+			t.Errorf("requeue after %s, want at most %s", res.RequeueAfter, quiesceRetry)
+		}
+	case <-time.After(testenv.EventuallyTimeout):
+		t.Fatal("the reconcile waits on a ScaledObject read that never answers")
+	}
+	f.wantPhase(napwakev1alpha1.PhaseRunning, "")
 }

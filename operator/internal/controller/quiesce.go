@@ -41,6 +41,12 @@ var ScaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alph
 // discovery on every reconcile of every workload is not free.
 const kedaRecheck = 5 * time.Minute
 
+// aroundReadTimeout bounds a read of ScaledObjects or CronJobs: the
+// cache's first read of a kind waits for its informer to sync, which never
+// happens if the operator may not list it (a flag set by hand without the
+// chart's RBAC rule); the reconcile must go on without it.
+var aroundReadTimeout = 10 * time.Second
+
 // quiesceRetry is how soon a reconcile whose ScaledObject or CronJob write
 // failed looks again.
 const quiesceRetry = 5 * time.Second
@@ -82,6 +88,8 @@ func (k *KEDA) Installed() bool {
 // scaling lists the ScaledObjects in namespace whose scaleTargetRef names
 // the target.
 func (k *KEDA) scaling(ctx context.Context, namespace string, ref napwakev1alpha1.TargetRef) ([]unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, aroundReadTimeout)
+	defer cancel()
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(ScaledObjectGVK.GroupVersion().WithKind(ScaledObjectGVK.Kind + "List"))
 	if err := k.Reader.List(ctx, &list, client.InNamespace(namespace)); err != nil {
@@ -192,7 +200,9 @@ func (s *run) quietCronJobs(ctx context.Context, self *napwakev1alpha1.Phase) {
 		}
 	}
 	var cjs batchv1.CronJobList
-	if err := s.r.Client.List(ctx, &cjs, client.InNamespace(s.mw.Namespace)); err != nil {
+	readCtx, cancel := context.WithTimeout(ctx, aroundReadTimeout)
+	defer cancel()
+	if err := s.r.Client.List(readCtx, &cjs, client.InNamespace(s.mw.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing CronJobs")
 		s.keepSoonest(quiesceRetry)
 		return
