@@ -365,7 +365,7 @@ type ManagedWorkloadStatus struct {
 	// +optional
 	Schedule *ScheduleStatus `json:"schedule,omitempty"`
 	// Conditions: WakeOnRequest, TargetAvailable, ActivitySignals,
-	// Dependencies, GitOps, Schedule.
+	// Dependencies, GitOps, Schedule, Autoscalers, CronJobs.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge

@@ -165,6 +165,61 @@ const (
 	// ConditionSchedule says whether spec.schedule is read and followed;
 	// absent without one.
 	ConditionSchedule = "Schedule"
+	// ConditionAutoscalers says whether the KEDA ScaledObjects that scale
+	// the target hold it at 0 while it is paused; absent unless the
+	// operator runs with --keda.
+	ConditionAutoscalers = "Autoscalers"
+	// ConditionCronJobs says which CronJobs of the namespace Napwake holds
+	// suspended while every workload of it is paused; absent unless the
+	// operator runs with --suspend-cronjobs and the Namespace is labelled
+	// LabelEnabled.
+	ConditionCronJobs = "CronJobs"
+)
+
+// Annotations Napwake writes on the objects around a paused workload
+// (docs/pause.md#scaledobjects-and-cronjobs). Each write is recorded by
+// an annotation of Napwake's own, and only what is recorded is ever undone.
+const (
+	// AnnotationKEDAPausedReplicas is KEDA's: a ScaledObject with it keeps
+	// its target at that many replicas and stops scaling it.
+	AnnotationKEDAPausedReplicas = "autoscaling.keda.sh/paused-replicas"
+	// AnnotationSetPausedReplicas, "true" on a ScaledObject, records that
+	// Napwake set AnnotationKEDAPausedReplicas there; a wake removes both.
+	AnnotationSetPausedReplicas = "napwake.dev/set-paused-replicas"
+	// AnnotationSuspended, "true" on a CronJob, records that Napwake set
+	// its spec.suspend; a wake resumes it and removes the record.
+	AnnotationSuspended = "napwake.dev/suspended"
+)
+
+// Reasons of the Autoscalers condition.
+const (
+	// ReasonNoAutoscalers: no ScaledObject scales the target (or KEDA's
+	// CRD is not installed).
+	ReasonNoAutoscalers = "NoAutoscalers"
+	// ReasonAutoscalersPaused: paused, and every ScaledObject of the
+	// target holds it at 0.
+	ReasonAutoscalersPaused = "AutoscalersPaused"
+	// ReasonAutoscalersActive: running; Napwake holds no ScaledObject.
+	ReasonAutoscalersActive = "AutoscalersActive"
+	// ReasonAutoscalerReset: paused, and someone changed or removed the
+	// paused-replicas Napwake set; it was set back to 0.
+	ReasonAutoscalerReset = "AutoscalerReset"
+	// ReasonAutoscalerNotPaused: paused, but a ScaledObject could not be
+	// held at 0 (its patch failed, or its owner's own paused-replicas is
+	// not 0, which Napwake leaves alone).
+	ReasonAutoscalerNotPaused = "AutoscalerNotPaused"
+)
+
+// Reasons of the CronJobs condition.
+const (
+	// ReasonCronJobsSuspended: every workload of the namespace is paused;
+	// the message names the CronJobs Napwake suspended.
+	ReasonCronJobsSuspended = "CronJobsSuspended"
+	// ReasonCronJobsRunning: a workload of the namespace is awake (or none
+	// is managed); Napwake holds no CronJob suspended.
+	ReasonCronJobsRunning = "CronJobsRunning"
+	// ReasonCronJobsNotSuspended: a CronJob's patch failed.
+	ReasonCronJobsNotSuspended = "CronJobsNotSuspended"
 )
 
 // Reasons of the Schedule condition.
@@ -261,6 +316,9 @@ const (
 	// EventForecastObserved: what the forecast would have done, in Observe
 	// mode.
 	EventForecastObserved = "ForecastObserved"
+	// EventAutoscalerReset warns that a ScaledObject's paused-replicas,
+	// set by Napwake, was changed or removed while paused, and set back.
+	EventAutoscalerReset = "AutoscalerReset"
 )
 
 // Doorman port range and caps (docs/design/pause-wake.md#ports-holds-and-claims;

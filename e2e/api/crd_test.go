@@ -1,6 +1,7 @@
 // Package api proves the ManagedWorkload CRD against a real kube-apiserver:
-// what it defaults, and that every invalid object is refused with a message
-// that names the field.
+// what it defaults, that every invalid object is refused with a message
+// that names the field, and what Argo CD's health check of
+// docs/gitops.md reads from its objects in each phase.
 package api
 
 import (

@@ -199,6 +199,10 @@ helm install napwake charts/napwake --namespace napwake-system
   Ingress on NEGs or a GKE Gateway. The operator then runs ` + "`napwake-forwarder-<workload>`" + ` beside
   them, from ` + "`doorman.negForwarder.image`" + `, and may create and delete only those Deployments
   (an admission policy narrows its RBAC to them).
+- **KEDA and CronJobs** (` + "`autoscalers.keda.enabled`" + `, ` + "`cronJobs.suspend`" + `, both off): a pause holds the
+  KEDA ScaledObjects of its workload at 0, and the CronJobs of a namespace whose workloads all
+  sleep are suspended. Each adds its RBAC rule (patch on ` + "`scaledobjects.keda.sh`" + `, on
+  ` + "`cronjobs`" + `) only when on; Napwake undoes only what it recorded ([pausing](../../docs/pause.md)).
 - **Admission policies** (` + "`doorman.admissionPolicy.enabled`" + `, on): only the doorman's
   ServiceAccount may set ` + "`napwake.dev/last-request`" + ` and ` + "`napwake.dev/last-request-from`" + `, and it
   may change nothing else on a ManagedWorkload. Tooling wakes a workload with

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -264,6 +265,15 @@ func TestProblems(t *testing.T) {
 	stale[0].LastTimestamp = at(-25 * time.Hour)
 	if ps := Problems(&old, stale, now); len(ps) != 1 || ps[0].Reason != napwakev1alpha1.ReasonTargetNotFound {
 		t.Errorf("an InvalidSetting event from yesterday is listed: %v", ps)
+	}
+	leaky := mws[0]
+	leaky.Status.Conditions = append(slices.Clone(leaky.Status.Conditions),
+		metav1.Condition{Type: napwakev1alpha1.ConditionAutoscalers, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonAutoscalerNotPaused,
+			Message: `ScaledObject api (its own paused-replicas "2") may scale the paused target`},
+		metav1.Condition{Type: napwakev1alpha1.ConditionCronJobs, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonCronJobsNotSuspended,
+			Message: "could not write CronJob report (forbidden)"})
+	if ps := Problems(&leaky, nil, now); len(ps) != 2 || ps[0].Reason != napwakev1alpha1.ReasonAutoscalerNotPaused || ps[1].Reason != napwakev1alpha1.ReasonCronJobsNotSuspended {
+		t.Errorf("a ScaledObject that may scale the paused target and a CronJob not written are not both listed: %v", ps)
 	}
 	notPaused := mws[1]
 	notPaused.Status.Conditions = notPaused.Status.Conditions[:1]

@@ -34,7 +34,9 @@ const recentEvents = 24 * time.Hour
 
 // Problems lists what needs a person's attention on mw at now: a
 // WakeOnRequest=False routing reason, a routing problem carried from the last
-// pause (message starting "at its last pause: "), a missing target, and the
+// pause (message starting "at its last pause: "), a missing target, a
+// False GitOps, Schedule, Autoscalers (a ScaledObject that may scale the
+// paused target) or CronJobs (a CronJob Napwake could not write), and the
 // InvalidSetting events of the last day among events that concern mw or its
 // target. Duplicated events (the same message) are listed once.
 func Problems(mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, now time.Time) []Problem {
@@ -44,7 +46,8 @@ func Problems(mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, now ti
 			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 		}
 	}
-	for _, typ := range []string{napwakev1alpha1.ConditionTargetAvailable, napwakev1alpha1.ConditionGitOps, napwakev1alpha1.ConditionSchedule} {
+	for _, typ := range []string{napwakev1alpha1.ConditionTargetAvailable, napwakev1alpha1.ConditionGitOps, napwakev1alpha1.ConditionSchedule,
+		napwakev1alpha1.ConditionAutoscalers, napwakev1alpha1.ConditionCronJobs} {
 		if c := meta.FindStatusCondition(mw.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse {
 			out = append(out, Problem{Reason: c.Reason, Message: c.Message})
 		}

@@ -59,6 +59,15 @@ type Config struct {
 	// ForwarderDoormanHost is where forwarders find the doorman; "" means
 	// the doorman Service's DNS name, <name>.<namespace>.svc.
 	ForwarderDoormanHost string
+	// KEDA holds the KEDA ScaledObjects that scale a paused workload at 0
+	// (autoscaling.keda.sh/paused-replicas). Default false: it needs RBAC
+	// on scaledobjects.keda.sh, which the chart grants only then.
+	KEDA bool
+	// SuspendCronJobs suspends the CronJobs of a namespace labelled
+	// napwake.dev/enabled=true while every workload there is paused.
+	// Default false: a CronJob may do work that is not for the workloads
+	// (a backup, a report), so suspending it is for the user to choose.
+	SuspendCronJobs bool
 }
 
 // Default returns the configuration with every default filled in; getenv
@@ -100,6 +109,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.NEGForwarder, "neg-forwarder", c.NEGForwarder, "run the NEG forwarder beside paused workloads whose Services are in GKE network endpoint groups")
 	fs.StringVar(&c.ForwarderImage, "forwarder-image", c.ForwarderImage, "the NEG forwarder's image (napwake-forwarder, tagged with its version); required with --neg-forwarder")
 	fs.IntVar(&c.ForwarderReplicas, "forwarder-replicas", c.ForwarderReplicas, "NEG forwarder pods per paused workload")
+	fs.BoolVar(&c.KEDA, "keda", c.KEDA, "hold the KEDA ScaledObjects that scale a paused workload at 0 replicas; nothing happens while KEDA's CRD is not installed")
+	fs.BoolVar(&c.SuspendCronJobs, "suspend-cronjobs", c.SuspendCronJobs, "suspend the CronJobs of a namespace labelled napwake.dev/enabled=true while every workload there is paused")
 	fs.StringVar(&c.ForwarderDoormanHost, "forwarder-doorman-host", c.ForwarderDoormanHost, `where NEG forwarders find the doorman; "" means the --doorman-service's DNS name, <name>.<namespace>.svc`)
 }
 

@@ -73,6 +73,11 @@ func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1a
 			r.Metrics.RecordWake(metrics.WokenByDeletion, metrics.PauseOf(mw), want, 0)
 		}
 	}
+	// A workload being deleted releases its ScaledObjects, and counts no
+	// more among its namespace's: its CronJobs follow the others.
+	gone := &run{r: r, mw: mw}
+	gone.quietAutoscalers(ctx, false)
+	gone.quietCronJobs(ctx, nil)
 	done, after, err := r.Router.Finalize(ctx, mw)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Finalizing routes")

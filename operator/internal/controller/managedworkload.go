@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -26,6 +27,7 @@ import (
 	"napwake.dev/operator/internal/decide"
 	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/metrics"
+	"napwake.dev/operator/internal/quiesce"
 )
 
 // maxStepsPerReconcile bounds one reconcile: a pause is at most a live
@@ -64,6 +66,12 @@ type ManagedWorkloadReconciler struct {
 	// Graph is the dependency graph (package deps), fed from the
 	// ManagedWorkload and Namespace informers; nil makes one on first use.
 	Graph *deps.Graph
+	// KEDA finds the ScaledObjects that scale a target, which a pause
+	// holds at 0; nil (the default, --keda=false) leaves them alone.
+	KEDA *KEDA
+	// SuspendCronJobs suspends the CronJobs of an opted-in namespace while
+	// every workload there is paused (--suspend-cronjobs).
+	SuspendCronJobs bool
 
 	superseded supersededVersions
 	graphOnce  sync.Once
@@ -87,15 +95,25 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.APIReader == nil || r.Clock == nil || r.Recorder == nil || r.Router == nil || r.Metrics == nil {
 		return errors.New("ManagedWorkloadReconciler needs Client, APIReader, Clock, Recorder, Router and Metrics")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("managedworkload").
 		For(&napwakev1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}))).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindDeployment))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindStatefulSet))).
 		Watches(&napwakev1alpha1.ManagedWorkload{}, r.graphHandler()).
-		Watches(&corev1.Namespace{}, r.namespaceHandler()).
-		Complete(r)
+		Watches(&corev1.Namespace{}, r.namespaceHandler())
+	if r.KEDA != nil && r.KEDA.Installed() {
+		// Without KEDA's CRD at start there is nothing to watch: a watch of
+		// a kind the API server does not serve would fail the manager. A
+		// CRD installed later is found within kedaRecheck, and edits to
+		// its ScaledObjects are then put right at the next sync period.
+		so := &unstructured.Unstructured{}
+		so.SetGroupVersionKind(ScaledObjectGVK)
+		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject), builder.WithPredicates(predicate.Or(
+			predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))) // not KEDA's status writes
+	}
+	return b.Complete(r)
 }
 
 // deletionPredicate passes updates that mark an object deleted.
@@ -188,6 +206,14 @@ type run struct {
 	fc *forecastRun
 	// sched is spec.schedule and the overrides, as of this reconcile.
 	sched scheduleRead
+	// autoscalers is the Autoscalers condition for the next status write,
+	// once quietAutoscalers ran with autoscalersPaused; nil before.
+	autoscalers       *quiesce.Condition
+	autoscalersPaused bool
+	// cronJobs is the CronJobs condition for the next status write, once
+	// quietCronJobs ran; cronJobsOff says to drop it instead.
+	cronJobs    *quiesce.Condition
+	cronJobsOff bool
 }
 
 // steps asks decide.Next for a step and takes it, until it says Wait.
@@ -227,6 +253,8 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 		}
 		switch step.Kind {
 		case decide.Wait:
+			s.quietAutoscalers(ctx, quiesce.IsPaused(in.State.Phase))
+			s.quietCronJobs(ctx, &in.State.Phase)
 			if err := s.patchStatus(ctx, in.State, sig); err != nil { // conditions, observedGeneration
 				return requeueOnConflict(err)
 			}
@@ -247,9 +275,19 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 		case decide.Unroute:
 			s.unroute(ctx)
 		case decide.Scale:
+			if step.Replicas == 0 {
+				// Hold the ScaledObjects first: KEDA must not scale back
+				// what the pause scales down.
+				s.quietAutoscalers(ctx, true)
+			}
 			before, err := scaleTo(ctx, r.Client, &s.t, step.Replicas)
 			if err != nil {
 				return requeueOnConflict(err)
+			}
+			if step.Replicas > 0 {
+				// Release them only after: the wake's count is the one the
+				// pause saved, whatever paused-replicas said meanwhile.
+				s.quietAutoscalers(ctx, false)
 			}
 			ctrl.LoggerFrom(ctx).V(1).Info("Scaled target", "from", before, "to", step.Replicas)
 			s.t.replicas, s.live = step.Replicas, true

@@ -71,6 +71,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	gitOpsWarned := s.setGitOps(now)
 	refusal := s.setDependencies(now)
 	s.setSchedule(now)
+	s.setQuiesce(now)
 	if equalStatus(base, mw) {
 		return nil
 	}

@@ -182,6 +182,10 @@ func New(opts Options) (ctrl.Manager, error) {
 		Queries:          queries(cfg.PrometheusURL, opts.Clock),
 		DefaultIdleAfter: cfg.DefaultIdleAfter,
 		SyncPeriod:       cfg.SyncPeriod,
+		SuspendCronJobs:  cfg.SuspendCronJobs,
+	}
+	if cfg.KEDA {
+		mwr.KEDA = &controller.KEDA{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Clock: opts.Clock}
 	}
 	if err := mwr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ManagedWorkload controller: %w", err)
@@ -277,7 +281,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Log.Info("Starting", "leaderElect", opts.Config.LeaderElect, "doormanService", opts.Config.DoormanService, "negForwarder", opts.Config.NEGForwarder, "forwarderImage", opts.Config.ForwarderImageIfOn())
+	opts.Log.Info("Starting", "leaderElect", opts.Config.LeaderElect, "doormanService", opts.Config.DoormanService, "negForwarder", opts.Config.NEGForwarder, "keda", opts.Config.KEDA, "suspendCronJobs", opts.Config.SuspendCronJobs, "forwarderImage", opts.Config.ForwarderImageIfOn())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
