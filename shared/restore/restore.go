@@ -21,10 +21,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -84,6 +88,9 @@ type Report struct {
 	Strays int
 	// Forwarders counts removed NEG forwarder Deployments.
 	Forwarders int
+	// ScaledObjects and CronJobs count the KEDA ScaledObjects released and
+	// the CronJobs resumed: those Napwake's record says it held.
+	ScaledObjects, CronJobs int
 }
 
 // Err names every workload that could not be restored, and how to finish.
@@ -128,6 +135,7 @@ func Run(ctx context.Context, c client.Client, o Options) (Report, error) {
 	}
 	r := Report{Outcomes: make([]Outcome, len(list.Items))}
 	paused := 0
+	var err error
 	for i := range list.Items {
 		mw := &list.Items[i]
 		r.Outcomes[i] = scaleBack(ctx, c, mw)
@@ -144,9 +152,17 @@ func Run(ctx context.Context, c client.Client, o Options) (Report, error) {
 			say("  %s: %s %d → %d replicas", out.ManagedWorkload, out.Target, out.From, out.To)
 		}
 	}
+	// Scaled back first, then released: a ScaledObject still held at 0
+	// would otherwise be free to scale the workload down again, as a wake
+	// does it (docs/pause.md#scaledobjects-and-cronjobs).
+	if r.ScaledObjects, r.CronJobs, err = releaseAround(ctx, c, o.Namespace); err != nil {
+		return r, err
+	}
+	if r.ScaledObjects+r.CronJobs > 0 {
+		say("Released %d KEDA ScaledObjects and resumed %d CronJobs that Napwake held", r.ScaledObjects, r.CronJobs)
+	}
 	waitReady(ctx, c, &r, o, say)
-	err := removeSlices(ctx, c, o.Namespace, &r)
-	if err != nil {
+	if err := removeSlices(ctx, c, o.Namespace, &r); err != nil {
 		return r, err
 	}
 	removed := r.Strays
@@ -361,6 +377,56 @@ func removeSlices(ctx context.Context, c client.Client, namespace string, r *Rep
 		return fmt.Errorf("%w; run `kubectl napwake restore -A` again", errors.Join(errs...))
 	}
 	return nil
+}
+
+// ScaledObjectGVK is KEDA's ScaledObject, read without KEDA's Go types.
+var ScaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
+
+// releaseAround undoes what Napwake recorded on the objects around paused
+// workloads: on a ScaledObject marked AnnotationSetPausedReplicas it
+// removes that record and KEDA's paused-replicas; on a CronJob marked
+// AnnotationSuspended it resumes it and removes the record. An owner's own
+// paused-replicas or suspension has no record and is never touched. Where
+// KEDA is not installed, or the operator never had the right to hold these
+// (its --keda and --suspend-cronjobs off), there is nothing Napwake held.
+func releaseAround(ctx context.Context, c client.Client, namespace string) (scaledObjects, cronJobs int, err error) {
+	absent := func(err error) bool {
+		return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err)
+	}
+	var sos unstructured.UnstructuredList
+	sos.SetGroupVersionKind(ScaledObjectGVK.GroupVersion().WithKind(ScaledObjectGVK.Kind + "List"))
+	if err := c.List(ctx, &sos, client.InNamespace(namespace)); err != nil && !absent(err) {
+		return 0, 0, fmt.Errorf("listing KEDA ScaledObjects: %w; run `kubectl napwake restore -A` again", err)
+	}
+	release := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`,
+		napwakev1alpha1.AnnotationKEDAPausedReplicas, napwakev1alpha1.AnnotationSetPausedReplicas)))
+	for i := range sos.Items {
+		so := &sos.Items[i]
+		if so.GetAnnotations()[napwakev1alpha1.AnnotationSetPausedReplicas] != "true" {
+			continue
+		}
+		if err := c.Patch(ctx, so, release); client.IgnoreNotFound(err) != nil {
+			return scaledObjects, cronJobs, fmt.Errorf("releasing ScaledObject %s/%s (it holds its target at 0): %w", so.GetNamespace(), so.GetName(), err)
+		}
+		scaledObjects++
+	}
+	var cjs batchv1.CronJobList
+	if err := c.List(ctx, &cjs, client.InNamespace(namespace)); err != nil && !absent(err) {
+		return scaledObjects, 0, fmt.Errorf("listing CronJobs: %w; run `kubectl napwake restore -A` again", err)
+	}
+	resume := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"suspend":false}}`,
+		napwakev1alpha1.AnnotationSuspended)))
+	for i := range cjs.Items {
+		cj := &cjs.Items[i]
+		if cj.Annotations[napwakev1alpha1.AnnotationSuspended] != "true" {
+			continue
+		}
+		if err := c.Patch(ctx, cj, resume); client.IgnoreNotFound(err) != nil {
+			return scaledObjects, cronJobs, fmt.Errorf("resuming CronJob %s/%s: %w", cj.Namespace, cj.Name, err)
+		}
+		cronJobs++
+	}
+	return scaledObjects, cronJobs, nil
 }
 
 // removeForwarders deletes the napwake-forwarder-<workload> Deployments

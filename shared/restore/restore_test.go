@@ -5,21 +5,25 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/testenv"
@@ -40,6 +44,13 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		config = s.Config
+		// KEDA's real ScaledObject CRD (v2.17.0; where it came from is in
+		// that directory's README), for releasing what Napwake held.
+		if _, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join("..", "..", "operator", "internal", "controller", "testdata", "keda")}, ErrorIfPathMissing: true,
+		}); err != nil {
+			return err
+		}
 		var err error
 		k8s, err = client.New(s.Config, client.Options{Scheme: scheme})
 		return err
@@ -319,5 +330,82 @@ func TestAnUnreachableAPIServerFailsSayingWhatToDo(t *testing.T) {
 	_, err = Run(t.Context(), c, Options{ReadyTimeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "nothing was restored") || !strings.Contains(err.Error(), "kubectl napwake restore -A") {
 		t.Fatalf("Run with no API server = %v, want an error saying nothing was restored and to run kubectl napwake restore -A", err)
+	}
+}
+
+// scaledObject creates a KEDA ScaledObject scaling Deployment target, with
+// annotations.
+func (e *env) scaledObject(name, target string, annotations map[string]string) *unstructured.Unstructured {
+	so := &unstructured.Unstructured{}
+	so.SetGroupVersionKind(ScaledObjectGVK)
+	so.SetNamespace(e.ns)
+	so.SetName(name)
+	so.SetAnnotations(annotations)
+	must(e.t, unstructured.SetNestedMap(so.Object, map[string]any{
+		"scaleTargetRef": map[string]any{"name": target},
+		"triggers":       []any{map[string]any{"type": "cpu", "metricType": "Utilization", "metadata": map[string]any{"value": "50"}}},
+	}, "spec"))
+	must(e.t, k8s.Create(e.ctx, so))
+	return so
+}
+
+func (e *env) cronJob(name string, suspend bool, annotations map[string]string) *batchv1.CronJob {
+	cj := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Annotations: annotations},
+		Spec: batchv1.CronJobSpec{
+			Schedule: "*/5 * * * *", Suspend: ptr.To(suspend),
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "job", Image: "registry.invalid/job:1"}},
+			}}}},
+		},
+	}
+	must(e.t, k8s.Create(e.ctx, cj))
+	return cj
+}
+
+// TestRestoreReleasesOnlyWhatNapwakeHeld: the ScaledObject Napwake held at
+// 0 is released (else KEDA keeps the restored workload at 0) and the
+// CronJob it suspended resumes; an owner's own paused-replicas and an
+// owner's suspended CronJob stay exactly as they were.
+func TestRestoreReleasesOnlyWhatNapwakeHeld(t *testing.T) {
+	e := newEnv(t)
+	e.deployment("api", 0)
+	e.managed("api", napwakev1alpha1.KindDeployment, napwakev1alpha1.PhasePaused, 2)
+	held := e.scaledObject("api", "api", map[string]string{
+		napwakev1alpha1.AnnotationKEDAPausedReplicas: "0", napwakev1alpha1.AnnotationSetPausedReplicas: "true", "team": "a",
+	})
+	owners := e.scaledObject("worker", "worker", map[string]string{napwakev1alpha1.AnnotationKEDAPausedReplicas: "1"})
+	suspended := e.cronJob("report", true, map[string]string{napwakev1alpha1.AnnotationSuspended: "true"})
+	ownersJob := e.cronJob("backup", true, nil)
+
+	r, err := Run(e.ctx, k8s, Options{Namespace: e.ns, ReadyTimeout: 100 * time.Millisecond, Poll: 50 * time.Millisecond})
+	must(t, err)
+	must(t, r.Err())
+	if r.ScaledObjects != 1 || r.CronJobs != 1 {
+		t.Errorf("released %d ScaledObjects and resumed %d CronJobs, want 1 and 1", r.ScaledObjects, r.CronJobs)
+	}
+	for _, c := range []struct {
+		so   *unstructured.Unstructured
+		want map[string]string
+	}{
+		{held, map[string]string{"team": "a"}},
+		{owners, map[string]string{napwakev1alpha1.AnnotationKEDAPausedReplicas: "1"}},
+	} {
+		must(t, k8s.Get(e.ctx, client.ObjectKeyFromObject(c.so), c.so))
+		if got := c.so.GetAnnotations(); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("ScaledObject %s's annotations = %v, want %v", c.so.GetName(), got, c.want)
+		}
+	}
+	must(t, k8s.Get(e.ctx, client.ObjectKeyFromObject(suspended), suspended))
+	if *suspended.Spec.Suspend || suspended.Annotations[napwakev1alpha1.AnnotationSuspended] != "" {
+		t.Errorf("CronJob report: suspend %v, annotations %v; want resumed and the record gone", *suspended.Spec.Suspend, suspended.Annotations)
+	}
+	must(t, k8s.Get(e.ctx, client.ObjectKeyFromObject(ownersJob), ownersJob))
+	if !*ownersJob.Spec.Suspend {
+		t.Error("CronJob backup, suspended by its owner, was resumed")
+	}
+	if got := e.replicas("api"); got != 2 {
+		t.Errorf("api has %d replicas, want its saved 2", got)
 	}
 }

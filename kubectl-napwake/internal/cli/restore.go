@@ -56,7 +56,7 @@ pods are not Ready in time is named but not a failure: it is scaled back.`,
 			}
 			report, err := restore.Run(ctx, s.c, restore.Options{Namespace: ns, ReadyTimeout: timeout, Progress: o.IO.Out})
 			if err != nil {
-				return s.explain(ctx, err, "restoring paused workloads", "")
+				return s.explain(ctx, err, request{doing: "restoring paused workloads", namespace: ns})
 			}
 			if err := report.Err(); err != nil {
 				return err

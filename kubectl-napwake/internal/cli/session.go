@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,15 +15,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/restore"
 )
 
 // scheme knows the kinds the plugin reads: ManagedWorkloads, Events, Pods,
 // and Deployments and StatefulSets (their requests, for savings); restore
-// also scales (autoscaling/v1 Scale) and removes EndpointSlices.
+// also scales (autoscaling/v1 Scale), removes EndpointSlices, and resumes
+// the CronJobs and KEDA ScaledObjects Napwake held.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		napwakev1alpha1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme,
+		napwakev1alpha1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, batchv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err) // a programming error: the types cannot register
@@ -42,6 +45,9 @@ func restMapper() meta.RESTMapper {
 	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 	m.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
 	m.Add(discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), meta.RESTScopeNamespace)
+	m.Add(batchv1.SchemeGroupVersion.WithKind("CronJob"), meta.RESTScopeNamespace)
+	m.Add(restore.ScaledObjectGVK, meta.RESTScopeNamespace) // 404 where KEDA is not installed: nothing held
+
 	return m
 }
 
