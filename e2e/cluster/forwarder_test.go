@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"sort"
@@ -150,6 +151,20 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	Expect(fwd.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--doorman-host=napwake-doorman-pods."+napwakeNS+".svc"),
 		"the forwarders dial the doorman by the headless Service's name, as on a real cluster")
 
+	// The pause kept the app's pods until a forwarder was Ready: scaling
+	// first would leave the Service with no endpoint while forwarders start.
+	firstReady, err := firstForwarderReady(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() (time.Time, error) { return fw.ScaledDownAt(ctx, ns, app.Name) }).ShouldNot(BeZero())
+	scaledDown, err := fw.ScaledDownAt(ctx, ns, app.Name)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(scaledDown).NotTo(BeTemporally("<", firstReady.Truncate(time.Second)),
+		"the app was scaled to 0 only once a forwarder pod was Ready (both to the second)")
+	// A caller through the ClusterIP meets kube-proxy's rules, which follow
+	// the slice after kube-proxy's sync, as a load balancer's NEG would.
+	Eventually(func() (bool, error) { return framework.KubeProxyLeadsTo(ctx, ns, app.Name, forwarders, 8080) }).
+		WithTimeout(time.Minute).Should(BeTrue(), "kube-proxy sends the Service to the forwarders")
+
 	// From the node, through kube-proxy, as a load balancer's request would come.
 	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
@@ -169,6 +184,28 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	report := slicesSeen.Stop()
 	Expect(report.Versions).To(BeNumerically(">=", 1), "the watch saw the forwarded slice")
 	Expect(report.Failures).To(BeEmpty(), "every version of every forwarded slice passes GKE's NEG controller's rules")
+}
+
+// firstForwarderReady is when the first of the workload's forwarder pods
+// became Ready.
+func firstForwarderReady(ctx context.Context, ns, workload string) (time.Time, error) {
+	pods, err := fw.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: napwakev1alpha1.LabelAppName + "=" + napwakev1alpha1.AppNameForwarder})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var first time.Time
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && (first.IsZero() || c.LastTransitionTime.Before(&metav1.Time{Time: first})) {
+				first = c.LastTransitionTime.Time
+			}
+		}
+	}
+	if first.IsZero() {
+		return first, fmt.Errorf("no forwarder pod of %s/%s is Ready", ns, workload)
+	}
+	return first, nil
 }
 
 // forwardedSettle is how long a forwarded slice may name a forwarder pod

@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -48,11 +49,17 @@ func repoRoot() string {
 // `<!-- e2e: name ... -->`, exactly as a user would copy it.
 func readmeBlock(name string) string {
 	GinkgoHelper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	return docBlock("README.md", name)
+}
+
+// docBlock is readmeBlock for any page of the repository.
+func docBlock(page, name string) string {
+	GinkgoHelper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), page))
 	Expect(err).NotTo(HaveOccurred())
 	text := string(raw)
 	at := strings.Index(text, "<!-- e2e: "+name)
-	Expect(at).To(BeNumerically(">=", 0), "README.md has no <!-- e2e: %s --> marker", name)
+	Expect(at).To(BeNumerically(">=", 0), "%s has no <!-- e2e: %s --> marker", page, name)
 	rest := text[at:]
 	open := strings.Index(rest, "```sh\n")
 	Expect(open).To(BeNumerically(">=", 0))
@@ -62,14 +69,17 @@ func readmeBlock(name string) string {
 	return rest[:end]
 }
 
-// runAsUser runs a README block with bash in the repository's root, the
-// pinned helm and kubectl on PATH, as a user at a terminal would.
+// runAsUser runs a documented block with bash in the repository's root,
+// the pinned helm, kubectl and kubectl-napwake on PATH, as a user at a
+// terminal would.
 func runAsUser(ctx context.Context, block string, env ...string) {
 	GinkgoHelper()
-	By("running, as written in the README:\n" + block)
+	By("running, as written in the docs:\n" + block)
+	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
 	cmd.Dir = repoRoot()
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(repoRoot(), "bin")+":"+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(repoRoot(), "bin")+":"+filepath.Dir(plugin)+":"+os.Getenv("PATH"))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(cmd.Run()).To(Succeed(), "the README's commands failed; their output is above")
@@ -163,6 +173,44 @@ func scenarioLifeOfAnInstall(ctx context.Context, ns string) {
 	stopRegistry := startUserRegistry(ctx)
 	DeferCleanup(stopRegistry)
 	runAsUser(ctx, strings.ReplaceAll(readmeBlock("install"), readmeExample, userRegistry+"/napwake"), "PUSH_FLAGS=--insecure")
+	expectInstalledFromTheRegistry(ctx)
+	app := optedIn("readme", ns, 1, longIdle)
+	deployRunning(ctx, app)
+	expectPausesAndWakes(ctx, ns, app.Name)
+	runAsUser(ctx, readmeBlock("uninstall"))
+
+	By("removing the CRD as docs/uninstall.md says, then installing with the README's Kustomize overlay, and removing that as docs/uninstall.md says without Helm")
+	// Helm leaves the CRD; kubectl apply --server-side would find its
+	// fields owned by Helm's manager. A user moving from Helm to Kustomize
+	// removes it first, ManagedWorkloads and all.
+	runAsUser(ctx, docBlock("docs/uninstall.md", "remove-crd"))
+	DeferCleanup(func() { _ = os.RemoveAll(filepath.Join(repoRoot(), "napwake-overlay")) })
+	runAsUser(ctx, strings.ReplaceAll(readmeBlock("kustomize"), readmeExample, userRegistry+"/napwake"))
+	expectInstalledFromTheRegistry(ctx)
+	kust := optedIn("kust", ns, 2, longIdle)
+	deployRunning(ctx, kust)
+	pauseNow(ctx, ns, kust.Name)
+	runAsUser(ctx, docBlock("docs/uninstall.md", "uninstall-without-helm"))
+	Expect(fw.Clientset.AppsV1().Deployments(ns).Get(ctx, kust.Name, metav1.GetOptions{})).To(WithTransform(
+		func(d *appsv1.Deployment) int32 { return *d.Spec.Replicas }, Equal(int32(2))), "kubectl napwake restore -A put it back at its saved replicas")
+	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, kust.Name) }).WithTimeout(2 * time.Minute).Should(Equal(int32(2)))
+	Expect(fw.DoormanSlices(ctx, ns, kust.Name)).To(BeEmpty(), "no Napwake EndpointSlice is left")
+	resp, err := framework.HTTPGet(ctx, serviceURL(kust.Name, ns, "/"), nil, 30*time.Second)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.Status).To(Equal(200), "it answers from its own pods")
+	// kubectl delete -k took the namespace with it; the suite's install
+	// goes back into it once it is gone.
+	Eventually(func() bool {
+		_, err := fw.Clientset.CoreV1().Namespaces().Get(ctx, napwakeNS, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(3*time.Minute).Should(BeTrue(), "namespace %s is gone", napwakeNS)
+}
+
+// expectInstalledFromTheRegistry waits for the operator and the doorman to
+// be Ready with images from userRegistry, tagged by the chart's default:
+// what make push wrote.
+func expectInstalledFromTheRegistry(ctx context.Context) {
+	GinkgoHelper()
 	version, err := os.ReadFile(filepath.Join(repoRoot(), "operator", "VERSION"))
 	Expect(err).NotTo(HaveOccurred())
 	wantImage := userRegistry + "/napwake/napwake-operator:" + strings.TrimSpace(string(version))
@@ -176,14 +224,16 @@ func scenarioLifeOfAnInstall(ctx context.Context, ns string) {
 			}
 		}
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
-	app := optedIn("readme", ns, 1, longIdle)
-	deployRunning(ctx, app)
-	pauseNow(ctx, ns, app.Name)
-	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
+}
+
+// expectPausesAndWakes pauses name and wakes it with a request.
+func expectPausesAndWakes(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	pauseNow(ctx, ns, name)
+	resp, err := framework.HTTPGet(ctx, serviceURL(name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(resp.Status).To(Equal(200), "a request wakes it on the README's install")
-	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, app.Name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
-	runAsUser(ctx, readmeBlock("uninstall"))
+	Expect(resp.Status).To(Equal(200), "a request wakes it")
+	Eventually(func() napwakev1alpha1.Phase { return fw.Phase(ctx, ns, name) }).Should(Equal(napwakev1alpha1.PhaseRunning))
 }
 
 // startUserRegistry serves an empty in-memory registry on userRegistry and

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os/exec"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -152,6 +154,57 @@ func (f *Framework) EventReasons(ctx context.Context, ns, kind, name string) ([]
 		reasons = append(reasons, e.Reason)
 	}
 	return reasons, nil
+}
+
+// ScaledDownAt is when the Deployment controller last scaled a ReplicaSet
+// of Deployment name to 0, from its ScalingReplicaSet event (whole seconds);
+// zero when it has not.
+func (f *Framework) ScaledDownAt(ctx context.Context, ns, name string) (time.Time, error) {
+	evs, err := f.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fmt.Sprintf("involvedObject.kind=Deployment,involvedObject.name=%s,reason=ScalingReplicaSet", name),
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var last time.Time
+	for _, e := range evs.Items {
+		if !strings.Contains(e.Message, "Scaled down") || !strings.HasSuffix(e.Message, "to 0") {
+			continue
+		}
+		at := e.LastTimestamp.Time
+		if at.IsZero() {
+			at = e.EventTime.Time
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last, nil
+}
+
+// KubeProxyLeadsTo says whether kube-proxy's rules on the node (this
+// process runs in its network namespace) send Service ns/name's port to
+// every one of addrs: what a caller through the ClusterIP meets, which
+// lags the EndpointSlices by kube-proxy's sync.
+func KubeProxyLeadsTo(ctx context.Context, ns, name string, addrs []string, port int32) (bool, error) {
+	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	if err != nil {
+		return false, fmt.Errorf("iptables-save: %w", err)
+	}
+	for _, a := range addrs {
+		want := fmt.Sprintf("--to-destination %s:%d", a, port)
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, `"`+ns+"/"+name) && strings.Contains(line, want) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // PodReadyTimer watches an app's pods and records, with this process's

@@ -50,9 +50,15 @@ pods are not Ready in time is named but not a failure: it is scaled back.`,
 			if err := s.c.List(ctx, &pods, client.MatchingLabels{
 				napwakev1alpha1.LabelControlPlane: napwakev1alpha1.ControlPlaneOperator,
 				napwakev1alpha1.LabelAppName:      napwakev1alpha1.AppName,
-			}); err == nil && len(pods.Items) > 0 {
-				_, _ = fmt.Fprintf(o.IO.ErrOut, "Warning: the operator is running (pod %s/%s): it may pause these workloads again once they are idle. "+
-					"helm uninstall stops it first; or scale it to 0 before restoring.\n", pods.Items[0].Namespace, pods.Items[0].Name)
+			}); err == nil {
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp != nil {
+						continue // stopping, as the docs' scale to 0 asks
+					}
+					_, _ = fmt.Fprintf(o.IO.ErrOut, "Warning: the operator is running (pod %s/%s): it may pause these workloads again once they are idle. "+
+						"helm uninstall stops it first; or scale it to 0 before restoring.\n", p.Namespace, p.Name)
+					break
+				}
 			}
 			report, err := restore.Run(ctx, s.c, restore.Options{Namespace: ns, ReadyTimeout: timeout, Progress: o.IO.Out})
 			if err != nil {

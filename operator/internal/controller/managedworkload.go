@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -230,7 +232,8 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 		in := decide.Input{
 			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
 			Annotations: acting, Busy: busy, QueryActive: queryActive, Target: s.t.observed(),
-			Routed: s.routed, Unrouted: s.unrouted, RoutesLeft: routesLeft(mw), Dependents: dependents, Schedule: s.sched.in,
+			Routed: s.routed, Unrouted: s.unrouted, RoutesLeft: routesLeft(mw), RouteComing: s.routed && routeComing(mw),
+			Dependents: dependents, Schedule: s.sched.in,
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)
@@ -299,6 +302,13 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 // routesLeft says whether status.doorman still names routes.
 func routesLeft(mw *napwakev1alpha1.ManagedWorkload) bool {
 	return mw.Status.Doorman != nil && len(mw.Status.Doorman.Routes) > 0
+}
+
+// routeComing says the router left WakeOnRequest False ForwarderNotReady:
+// every route waits for a NEG forwarder's Ready pod (decide.Input.RouteComing).
+func routeComing(mw *napwakev1alpha1.ManagedWorkload) bool {
+	c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == napwakev1alpha1.ReasonForwarderNotReady
 }
 
 // needsLive says whether step would act on a replica count that must be

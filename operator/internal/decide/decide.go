@@ -127,6 +127,12 @@ type Input struct {
 	// Running, they are left over from a wake whose route removal failed,
 	// and an Unroute takes them down.
 	RoutesLeft bool
+	// RouteComing is true when the router, asked in this reconcile, could
+	// not put the routes in place yet because a NEG forwarder has no Ready
+	// pod (WakeOnRequest False, ForwarderNotReady): the Service's slices
+	// would lead nowhere. A pause keeps the pods up for it, up to RouteWait
+	// from the pause's start (docs/design/pause-wake.md#forwarded-slices).
+	RouteComing bool
 	// Dependents are what the workload's dependents say
 	// (docs/design/dependencies.md); the zero value says nothing.
 	Dependents Dependents
@@ -143,6 +149,14 @@ type Input struct {
 const (
 	// PodsGoneRecheck: pods may go without the target's status changing.
 	PodsGoneRecheck = 5 * time.Second
+	// RouteWait bounds how long a pause keeps the pods up while its route
+	// is coming (Input.RouteComing): a forwarder pod starts in seconds, and
+	// one that cannot (an image that cannot be pulled) must not keep an
+	// idle workload awake for good; ForwarderNotReady then says why.
+	RouteWait = 90 * time.Second
+	// RouteComingRecheck is how often a pause waiting for its route looks
+	// again: the router reads the forwarder's pods each time.
+	RouteComingRecheck = 2 * time.Second
 	// ReadyRecheck: the target's status changes when a pod is Ready, so
 	// this is only a safety net.
 	ReadyRecheck = 30 * time.Second
@@ -338,7 +352,12 @@ func pausing(in Input, now time.Time, latest signal) Step {
 		// (docs/troubleshooting.md). The router waits for a new port's
 		// listeners within its Route, so the slice is in place before the
 		// pods stop whenever routing works; when it fails, it is retried
-		// with backoff while the workload pauses.
+		// with backoff while the workload pauses. A route that is coming
+		// (a NEG forwarder starting) is waited for, within RouteWait: until
+		// it is Ready the pods are the only endpoints the Service has.
+		if in.Routed && in.RouteComing && now.Before(st.Pause.StartedAt.Add(RouteWait)) {
+			return Step{Kind: Wait, RequeueAfter: RouteComingRecheck}
+		}
 		return routedFirst(in, Step{Kind: Scale, Replicas: 0})
 	}
 	if t.StatusReplicas > 0 || t.PodsLeft {

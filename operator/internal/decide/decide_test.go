@@ -204,6 +204,24 @@ func TestNext(t *testing.T) {
 			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
 		},
 		{
+			// A NEG forwarder starting: scaling now would leave the Service
+			// with no endpoint at all until its pods are Ready.
+			name:  "Pausing, routed, with the route still coming keeps the pods up and looks again soon",
+			in:    Input{State: pausingState, Target: up, Routed: true, RouteComing: true},
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Wait); eq(t, s.RequeueAfter, RouteComingRecheck) },
+		},
+		{
+			name: "Pausing with the route still coming past RouteWait scales to zero anyway",
+			in: Input{State: withPhase(runningFor(-time.Hour), napwakev1alpha1.PhasePausing, pause(-RouteWait, 2, napwakev1alpha1.PauseIdle)),
+				Target: up, Routed: true, RouteComing: true},
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Scale); eq(t, s.Replicas, int32(0)) },
+		},
+		{
+			name:  "Pausing with the route coming is routed again first",
+			in:    Input{State: pausingState, Target: up, RouteComing: true},
+			check: func(t *testing.T, s Step) { t.Helper(); eq(t, s.Kind, Route) },
+		},
+		{
 			name: "Pausing and someone set other replicas: that count is saved before scaling",
 			in:   Input{State: pausingState, Target: Target{Found: true, Replicas: 5, StatusReplicas: 2}},
 			check: func(t *testing.T, s Step) {
