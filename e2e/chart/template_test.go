@@ -20,7 +20,7 @@ const (
 	wakeKeySecret = release + "-doorman-wake-key"
 	doormanUser   = "system:serviceaccount:" + namespace + ":" + doormanName
 	operatorUser  = "system:serviceaccount:" + namespace + ":" + operatorName
-	chartAppVer   = "0.1.0"
+	chartAppVer   = "v0.1.0"
 	testDigest    = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	otherDigest   = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 )
