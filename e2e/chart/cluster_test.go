@@ -33,6 +33,12 @@ import (
 // policy compiled, a CRD served).
 const pollTimeout = 30 * time.Second
 
+// noHooks leaves out the uninstall hook's Job: only helm uninstall creates
+// it, and envtest runs no Job controller to complete it, so helm would wait
+// for it until its timeout (docs/uninstall.md says what it does, and the
+// end-to-end suite runs it).
+const noHooks = "--no-hooks"
+
 // warnings collects the API server's Warning headers (Pod Security's "would
 // violate" for Deployments in an enforcing namespace comes this way).
 type warnings struct {
@@ -231,7 +237,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 	admin := clientsAs(t, "")
 	ctx := context.Background()
-	installed := render(t)
+	installed := render(t, noHooks)
 	for _, u := range installed {
 		r, err := admin.resource(u)
 		if err != nil {
@@ -290,7 +296,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("helm upgrade reset the wake key: data %v", key.Data)
 	}
 
-	if _, err := runHelm("uninstall", release, "--namespace", namespace, "--kubeconfig", kc); err != nil {
+	if _, err := runHelm("uninstall", release, "--namespace", namespace, "--kubeconfig", kc, noHooks); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range installed {
