@@ -3,6 +3,7 @@ package chart
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -99,11 +100,19 @@ func removeCRD(t testing.TB) {
 		t.Fatal(err)
 	}
 	testenv.EventuallyWithin(t, pollTimeout, testenv.EventuallyInterval, "the CRD gone", func() error {
-		if _, err := crds.Get(context.Background(), crdName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
+		return gone(crds.Get(context.Background(), crdName, metav1.GetOptions{}))
 	})
+}
+
+// gone turns a Get into nil when it found nothing, for a wait on a deletion.
+func gone(_ *unstructured.Unstructured, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	return errors.New("still there")
 }
 
 // crdServed waits until ManagedWorkloads are served, and check (when not
@@ -330,9 +339,6 @@ func TestAnInstallFromBeforeTheCRDTemplateUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.EventuallyWithin(t, pollTimeout, testenv.EventuallyInterval, "the CRD deleted with crds.keep=false", func() error {
-		if _, err := admin.dyn.Resource(crdGVR).Get(ctx, crdName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
+		return gone(admin.dyn.Resource(crdGVR).Get(ctx, crdName, metav1.GetOptions{}))
 	})
 }
