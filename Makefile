@@ -65,7 +65,7 @@ test-unit: ## Unit and envtest suites of every module, with -race; a failed test
 	$(BIN)/gotestsum --format standard-quiet --rerun-fails=$(UNIT_RERUNS) --rerun-fails-max-failures=5 \
 	  --rerun-fails-report=$(OUT)/unit-reruns.txt --jsonfile $(OUT)/unit.json --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
 	if [ -s $(OUT)/unit-reruns.txt ]; then echo "[$$(date +%H:%M:%S)] tests that failed once and were run again (their first failure is above):"; cat $(OUT)/unit-reruns.txt; fi; \
-	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/; \
+	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/ ./crdtemplate/; \
 	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/ ./pkgdoc/
 
 .PHONY: e2e
@@ -132,8 +132,8 @@ krew-manifest: ## Write plugins/napwake.yaml (krew) with the archives' sha256 su
 ##@ Generated files and checks
 
 .PHONY: generate
-generate: ## Regenerate deepcopy and the CRD from apis/ (controller-gen through go tool).
-	cd apis && $(TOOL) controller-gen object paths=$(ROOT)/apis/... crd:crdVersions=v1 output:crd:artifacts:config=$(ROOT)/charts/napwake/crds
+generate: ## Regenerate deepcopy and the CRD from apis/ (controller-gen through go tool) into config/crd/, then the chart's CRD template, install.yaml, Kustomize and the chart README from them.
+	cd apis && $(TOOL) controller-gen object paths=$(ROOT)/apis/... crd:crdVersions=v1 output:crd:artifacts:config=$(ROOT)/config/crd
 	@if [ -x $(ROOT)/hack/chart/generate.sh ]; then $(ROOT)/hack/chart/generate.sh; fi
 
 .PHONY: verify

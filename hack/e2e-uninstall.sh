@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The last step of the end-to-end run: `helm uninstall` on the real cluster
-# leaves nothing behind but what Helm documents it keeps (the CRD, from the
-# chart's crds/ folder). Fails naming anything else left.
+# leaves nothing behind but what the chart keeps (the CRD, with crds.keep).
+# Fails naming anything else left.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/testbed/lib.sh"
@@ -20,5 +20,5 @@ while :; do
   [ "$(date +%s)" -ge "$deadline" ] && { echo "helm uninstall left these behind:"; echo "$left" | sed 's/^/  /'; exit 1; }
   sleep 1
 done
-k get crd managedworkloads.napwake.dev -o name >/dev/null || die "the CRD went too; Helm keeps crds/ on uninstall"
+k get crd managedworkloads.napwake.dev -o name >/dev/null || die "the CRD went too; crds.keep should have kept it"
 step "Uninstalled: nothing left but the CRD managedworkloads.napwake.dev"

@@ -51,6 +51,16 @@ fi
 if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
   args+=(--set "operator.prometheusURL=$NAPWAKE_PROMETHEUS_URL")
 fi
+# A CRD from a chart before the CRD was a template (its crds/ folder left it
+# without Helm's ownership metadata) makes the install fail with "cannot be
+# imported into the current release": adopt it first, as docs/upgrade.md says.
+crd=managedworkloads.napwake.dev
+if run kubectl get crd "$crd" >/dev/null 2>&1 &&
+  [ -z "$(run kubectl get crd "$crd" -o jsonpath='{.metadata.annotations.meta\.helm\.sh/release-name}')" ]; then
+  step "Adopting the CRD $crd into $RELEASE (docs/upgrade.md)"
+  run kubectl label crd "$crd" app.kubernetes.io/managed-by=Helm --overwrite
+  run kubectl annotate crd "$crd" --overwrite meta.helm.sh/release-name="$RELEASE" meta.helm.sh/release-namespace="$NS"
+fi
 step "Installing Napwake ($RELEASE in $NS) with charts/napwake"
 run "$root/bin/helm" upgrade --install "$RELEASE" "$root/charts/napwake" -n "$NS" --create-namespace \
   "${args[@]}" "$@" --wait --timeout 3m

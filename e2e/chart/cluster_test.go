@@ -33,6 +33,12 @@ import (
 // policy compiled, a CRD served).
 const pollTimeout = 30 * time.Second
 
+// noHooks leaves out the uninstall hook's Job: only helm uninstall creates
+// it, and envtest runs no Job controller to complete it, so helm would wait
+// for it until its timeout (docs/uninstall.md says what it does, and the
+// end-to-end suite runs it).
+const noHooks = "--no-hooks"
+
 // warnings collects the API server's Warning headers (Pod Security's "would
 // violate" for Deployments in an enforcing namespace comes this way).
 type warnings struct {
@@ -171,7 +177,7 @@ func TestEveryObjectPassesAServerSideDryRun(t *testing.T) {
 	const ns = "napwake-dryrun"
 	restrictedNamespace(t, ns)
 	monitoringCRDs(t)
-	objs := render(t, append([]string{"--namespace", ns, "--include-crds"}, everythingOn...)...)
+	objs := render(t, append([]string{"--namespace", ns}, everythingOn...)...)
 	c := clientsAs(t, "")
 	ctx := context.Background()
 	for _, u := range objs {
@@ -219,11 +225,13 @@ func kubeconfig(t testing.TB) string {
 	return path
 }
 
-// TestHelmInstallUpgradeUninstall installs the chart with helm, proves its
-// RBAC and admission policies for real on what it installed, upgrades only
-// the doorman's image (the operator's Deployment untouched, the wake key
-// kept), and uninstalls, leaving only the CRD.
+// TestHelmInstallUpgradeUninstall installs the chart with helm on a cluster
+// without the CRD, proves its RBAC and admission policies for real on what
+// it installed, upgrades only the doorman's image (the operator's Deployment
+// untouched, the wake key kept), and uninstalls, leaving only the CRD and
+// the ManagedWorkloads (crds.keep).
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
+	removeCRD(t)
 	restrictedNamespace(t, namespace)
 	kc := kubeconfig(t)
 	if _, err := runHelm("install", release, chartDir(t), "--namespace", namespace, "--kubeconfig", kc); err != nil {
@@ -231,7 +239,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 	admin := clientsAs(t, "")
 	ctx := context.Background()
-	installed := render(t)
+	crdServed(t, nil)
+	installed := render(t, noHooks)
 	for _, u := range installed {
 		r, err := admin.resource(u)
 		if err != nil {
@@ -290,10 +299,13 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("helm upgrade reset the wake key: data %v", key.Data)
 	}
 
-	if _, err := runHelm("uninstall", release, "--namespace", namespace, "--kubeconfig", kc); err != nil {
+	if _, err := runHelm("uninstall", release, "--namespace", namespace, "--kubeconfig", kc, noHooks); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range installed {
+		if u.GetKind() == "CustomResourceDefinition" {
+			continue // kept: below
+		}
 		r, err := admin.resource(u)
 		if err != nil {
 			t.Fatal(err)
@@ -303,9 +315,11 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("helm uninstall left %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
-	if _, err := admin.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
-		Get(ctx, "managedworkloads.napwake.dev", metav1.GetOptions{}); err != nil {
-		t.Errorf("the CRD went with helm uninstall (Helm keeps CRDs from crds/): %v", err)
+	if _, err := admin.dyn.Resource(crdGVR).Get(ctx, crdName, metav1.GetOptions{}); err != nil {
+		t.Errorf("the CRD went with helm uninstall (crds.keep is on by default): %v", err)
+	}
+	if _, err := admin.dyn.Resource(mwGVR).Namespace(appNS).Get(ctx, "api", metav1.GetOptions{}); err != nil {
+		t.Errorf("a ManagedWorkload went with helm uninstall (crds.keep is on by default): %v", err)
 	}
 }
 

@@ -6,7 +6,8 @@
 // components' ServiceAccounts), people bound to the built-in view, edit and
 // admin roles running the kubectl plugin (built from this checkout, with
 // --as), and a helm install, doorman-only upgrade and uninstall against that
-// API server.
+// API server, and the upgrade of a release whose CRD came from the chart's
+// old crds/ folder (docs/upgrade.md's adoption, run as written).
 //
 // It runs the pinned helm binary (bin/helm, built by hack/helm/build.sh when
 // missing) and one envtest API server (napwake.dev/shared/testenv) for the

@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := testenv.Run(m, func(s *testenv.Suite) error {
+	// No CRD from testenv: the chart installs it, as for a user, and the
+	// upgrade test installs the CRD the way charts before it did.
+	code := testenv.RunWithoutCRDs(m, func(s *testenv.Suite) error {
 		env, cfg = s.Env, s.Config
 		return nil
 	})

@@ -93,6 +93,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 		{"ValidatingAdmissionPolicy", operatorName + "-only-writes-status"},
 		{"ValidatingAdmissionPolicyBinding", operatorName + "-only-writes-status"},
 		{"ClusterRole", viewRole}, {"ClusterRole", editRole},
+		{"CustomResourceDefinition", crdName},
+		{"Job", operatorName + "-restore"}, // the uninstall hook
 	} {
 		objs.get(t, want.kind, want.name)
 	}
@@ -101,8 +103,8 @@ func TestDefaultsRenderTheWholeInstall(t *testing.T) {
 			t.Errorf("%s rendered by default: %s", off, got)
 		}
 	}
-	if got := len(objs); got != 25 {
-		t.Errorf("rendered %d objects, want the 25 above: %s", got, objs)
+	if got := len(objs); got != 27 {
+		t.Errorf("rendered %d objects, want the 27 above: %s", got, objs)
 	}
 	for _, u := range objs {
 		if ns := u.GetNamespace(); ns != "" && ns != namespace {

@@ -1,9 +1,12 @@
 // Package testenv starts a real etcd and kube-apiserver for tests (envtest),
 // from the binaries the test bed builds from source, with Napwake's CRDs
-// installed. Tests never use a fake client as proof that a feature works.
+// installed (from config/crd, where make generate writes them). Tests never
+// use a fake client as proof that a feature works.
 //
-// Use one Environment per package, from TestMain, through Run; poll with
-// Eventually, whose defaults are set once here for every suite.
+// Use one Environment per package, from TestMain, through Run (or
+// RunWithoutCRDs, for a suite that installs the CRDs itself, as the chart's
+// does with helm); poll with Eventually, whose defaults are set once here for
+// every suite.
 //
 // It lives in shared although the go install-able plugin requires shared:
 // it adds no module requirement (envtest is in controller-runtime, which
@@ -65,6 +68,16 @@ func AssetsDir() (string, error) {
 	return lines[len(lines)-1], nil
 }
 
+// CRDDir returns config/crd, the directory controller-gen writes Napwake's
+// CRDs to (make generate); the chart's CRD templates are made from them.
+func CRDDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "config", "crd"), nil
+}
+
 // Start starts etcd and kube-apiserver with Napwake's CRDs installed, and
 // returns the environment (Stop it when done) and a config for clients.
 // Prefer Run, which also removes the wrapper scripts Start writes.
@@ -72,11 +85,11 @@ func AssetsDir() (string, error) {
 // Each binary runs under `setpriv --pdeathsig KILL`, so a test binary killed
 // by a timeout does not orphan them.
 func Start() (*envtest.Environment, *rest.Config, error) {
+	return start(true)
+}
+
+func start(withCRDs bool) (*envtest.Environment, *rest.Config, error) {
 	assets, err := AssetsDir()
-	if err != nil {
-		return nil, nil, err
-	}
-	root, err := RepoRoot()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,10 +97,13 @@ func Start() (*envtest.Environment, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: wrapped,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "charts/napwake/crds")},
-		ErrorIfCRDPathMissing: true,
+	env := &envtest.Environment{BinaryAssetsDirectory: wrapped}
+	if withCRDs {
+		dir, err := CRDDir()
+		if err != nil {
+			return nil, nil, err
+		}
+		env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = []string{dir}, true
 	}
 	// 1.37 refuses a loopback advertise address with the default endpoint
 	// reconciler, and inside a network namespace without a default route
@@ -158,10 +174,20 @@ func (s *Suite) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Run(m, setup)) }
 func Run(m *testing.M, setup func(*Suite) error) int {
+	return run(m, setup, true)
+}
+
+// RunWithoutCRDs is Run with no CRD installed: for a suite that installs
+// Napwake's CRDs itself (the chart's, with helm, as a user would).
+func RunWithoutCRDs(m *testing.M, setup func(*Suite) error) int {
+	return run(m, setup, false)
+}
+
+func run(m *testing.M, setup func(*Suite) error, withCRDs bool) int {
 	if fuzzing() {
 		return m.Run()
 	}
-	env, cfg, err := Start()
+	env, cfg, err := start(withCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -187,8 +187,10 @@ helm install napwake charts/napwake --namespace napwake-system
 - **Images.** Each component has its own image (` + "`operator.image`, `doorman.image`" + `),
   so each upgrades on its own: ` + "`helm upgrade napwake charts/napwake -n napwake-system --reuse-values --set doorman.image.tag=...`" + `
   replaces only the doorman's pods. A digest wins over a tag.
-- **The CRD** is in ` + "`crds/`" + `: Helm installs it but neither upgrades nor deletes it.
-  ` + "`helm uninstall`" + ` removes everything else, the wake key included.
+- **The CRD** is a template: the chart installs and upgrades it (` + "`crds.enabled`" + `).
+  ` + "`helm uninstall`" + ` keeps it, and every ManagedWorkload with it (` + "`crds.keep`" + `), and removes
+  everything else, the wake key included. A release installed before the CRD was a template
+  adopts it once before upgrading: see [docs/upgrade.md](../../docs/upgrade.md).
 - **The wake key** Secret (` + "`<release>-doorman-wake-key`" + `) signs the **Wake it** buttons of workloads
   with ` + "`wake.mode: Ask`" + `. It is created empty and filled by the first doorman pod, with a write
   guarded by its resourceVersion so every pod agrees on one key. Upgrades never touch its data
