@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/buildinfo"
+	"napwake.dev/shared/version"
 )
 
 // Metrics are the operator's own metrics. Make one with New and register it
@@ -82,13 +84,14 @@ func New() *Metrics {
 	}
 }
 
-// Register registers the metrics and a workloads-by-phase gauge that counts
-// the ManagedWorkloads in reader (the manager's cache) at each scrape; the
-// paused replica-seconds read the pauses under way from reader too, timed
-// by clk.
+// Register registers the metrics, napwake_build_info, and a
+// workloads-by-phase gauge that counts the ManagedWorkloads in reader (the
+// manager's cache) at each scrape; the paused replica-seconds and the
+// per-workload series read reader too, timed by clk.
 func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader, clk clock.PassiveClock) error {
 	m.PausedReplicaSeconds.watch(reader, clk)
-	cs := append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds, &phases{reader: reader}}, m.Forecast.collectors()...)
+	cs := append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds,
+		&phases{reader: reader}, buildinfo.Collector(version.Get("napwake-operator"))}, m.Forecast.collectors()...)
 	if m.Workloads != nil {
 		m.Workloads.watch(reader, clk)
 		cs = append(cs, m.Workloads)

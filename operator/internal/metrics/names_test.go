@@ -98,4 +98,7 @@ func TestEveryMetricPassesPromlint(t *testing.T) {
 	if n, _ := testutil.GatherAndCount(reg, "napwake_operator_workload_last_wake_duration_seconds"); n != 1 {
 		t.Errorf("per-workload series were not linted: %d last-wake series, want 1", n)
 	}
+	if n, _ := testutil.GatherAndCount(reg, "napwake_build_info"); n != 1 {
+		t.Errorf("napwake_build_info: %d series, want 1", n)
+	}
 }
