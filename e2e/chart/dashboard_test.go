@@ -18,6 +18,9 @@ var napwakeMetrics = []string{
 	"napwake_operator_route_moves_total", "napwake_operator_route_move_seconds_bucket",
 	"napwake_doorman_wakes_total", "napwake_doorman_wait_seconds_bucket", "napwake_doorman_held_connections",
 	"napwake_doorman_passing_connections", "napwake_doorman_rejections_total",
+	"napwake_operator_workload_phase", "napwake_operator_workload_last_wake_duration_seconds",
+	"napwake_operator_workload_cold_starts_total", "napwake_operator_workload_turned_away_requests_total",
+	"napwake_operator_workload_paused_replica_seconds_total", "napwake_build_info",
 }
 
 var metricName = regexp.MustCompile(`napwake_[a-z_]+`)
