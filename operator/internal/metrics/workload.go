@@ -21,7 +21,7 @@ var (
 
 	workloadPhaseDesc = prometheus.NewDesc("napwake_operator_workload_phase",
 		"1 for the phase the ManagedWorkload is in, 0 for the others (none before its first reconcile).",
-		append(workloadLabels[:2:2], "phase"), nil)
+		[]string{"namespace", "name", "phase"}, nil)
 	workloadWakeDesc = prometheus.NewDesc("napwake_operator_workload_last_wake_duration_seconds",
 		"Time from the ManagedWorkload's last wake to its first Ready pod; absent until a wake this operator saw ends.",
 		workloadLabels, nil)
@@ -29,7 +29,7 @@ var (
 		"Wakes a person waited for: wakes by a request or a Wake it click (source request), pauses called off included.",
 		workloadLabels, nil)
 	workloadTurnedAwayDesc = prometheus.NewDesc("napwake_operator_workload_turned_away_requests_total",
-		"Requests the doorman turned away while the ManagedWorkload was paused (status.turnedAway, summed over its pauses).",
+		"Requests the doorman turned away while the ManagedWorkload was paused (what status.turnedAway gained since the operator started).",
 		workloadLabels, nil)
 	workloadSavedDesc = prometheus.NewDesc("napwake_operator_workload_paused_replica_seconds_total",
 		"Replica-seconds the ManagedWorkload's pauses saved: status.savings plus the pause under way so far.",
@@ -62,11 +62,12 @@ type Workloads struct {
 type workloadTally struct {
 	coldStarts float64
 	lastWake   time.Duration // 0: no wake ended yet
-	// The turned-away counter: the sum over earlier pauses, and the pause
-	// status.turnedAway counted last with its count then.
-	turnedAwayBefore float64
-	turnedAwayPause  time.Time
-	turnedAwaySeen   int64
+	// The turned-away counter, and the pause status.turnedAway counted
+	// last with its count then; known once a scrape has seen the workload.
+	turnedAway      float64
+	turnedAwayPause time.Time
+	turnedAwaySeen  int64
+	turnedAwayKnown bool
 	// saved is the most the savings series has shown: a cache behind the
 	// wake's write could otherwise show a little less after more.
 	saved float64
@@ -179,25 +180,31 @@ func (w *Workloads) collectOne(ch chan<- prometheus.Metric, mw *napwakev1alpha1.
 		ch <- prometheus.MustNewConstMetric(workloadWakeDesc, prometheus.GaugeValue, t.lastWake.Seconds(), ns, name)
 	}
 	ch <- prometheus.MustNewConstMetric(workloadColdStartsDesc, prometheus.CounterValue, t.coldStarts, ns, name)
-	ch <- prometheus.MustNewConstMetric(workloadTurnedAwayDesc, prometheus.CounterValue, t.turnedAway(mw.Status.TurnedAway), ns, name)
+	ch <- prometheus.MustNewConstMetric(workloadTurnedAwayDesc, prometheus.CounterValue, t.turnedAwayTotal(mw.Status.TurnedAway), ns, name)
 	t.saved = max(t.saved, savedSoFar(mw, now))
 	ch <- prometheus.MustNewConstMetric(workloadSavedDesc, prometheus.CounterValue, t.saved, ns, name)
 }
 
 // turnedAway adds what status.turnedAway gained since the last scrape and
 // returns the sum: a new pause's count adds whole, the same pause's only
-// its growth. The first sight of a workload counts its current or last
-// pause's count.
-func (t *workloadTally) turnedAway(ta *napwakev1alpha1.TurnedAwayStatus) float64 {
-	if ta == nil {
-		return t.turnedAwayBefore + float64(t.turnedAwaySeen)
+// its growth. The first sight of a workload (the operator's start) takes
+// its count as the baseline: a restarted operator must not count a past
+// pause's requests again, which would look like a burst of them.
+func (t *workloadTally) turnedAwayTotal(ta *napwakev1alpha1.TurnedAwayStatus) float64 {
+	if ta != nil {
+		switch {
+		case !t.turnedAwayKnown:
+			t.turnedAwayPause, t.turnedAwaySeen = ta.PausedAt.Time, ta.Requests
+		case !ta.PausedAt.Time.Equal(t.turnedAwayPause):
+			t.turnedAway += float64(ta.Requests)
+			t.turnedAwayPause, t.turnedAwaySeen = ta.PausedAt.Time, ta.Requests
+		case ta.Requests > t.turnedAwaySeen:
+			t.turnedAway += float64(ta.Requests - t.turnedAwaySeen)
+			t.turnedAwaySeen = ta.Requests
+		}
 	}
-	if !ta.PausedAt.Time.Equal(t.turnedAwayPause) {
-		t.turnedAwayBefore += float64(t.turnedAwaySeen)
-		t.turnedAwayPause, t.turnedAwaySeen = ta.PausedAt.Time, 0
-	}
-	t.turnedAwaySeen = max(t.turnedAwaySeen, ta.Requests)
-	return t.turnedAwayBefore + float64(t.turnedAwaySeen)
+	t.turnedAwayKnown = true
+	return t.turnedAway
 }
 
 // savedSoFar is status.savings (ended pauses, as kubectl napwake savings

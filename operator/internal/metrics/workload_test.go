@@ -32,9 +32,21 @@ func TestTurnedAwaySumsEveryPauseAndNeverGoesDown(t *testing.T) {
 		{"a new pause adds its count whole", pause(t0.Add(time.Hour), 2), 9},
 		{"and its growth", pause(t0.Add(time.Hour), 4), 11},
 	} {
-		if got := tl.turnedAway(step.status); got != step.want {
+		if got := tl.turnedAwayTotal(step.status); got != step.want {
 			t.Fatalf("%s: %v, want %v", step.name, got, step.want)
 		}
+	}
+}
+
+func TestTurnedAwayAfterARestartCountsOnlyWhatComesAfter(t *testing.T) {
+	var tl workloadTally
+	last := &napwakev1alpha1.TurnedAwayStatus{PausedAt: metav1.NewTime(t0), Requests: 40}
+	if got := tl.turnedAwayTotal(last); got != 0 {
+		t.Fatalf("first sight of a pause that turned 40 away: %v, want 0 (they were counted before the restart)", got)
+	}
+	last.Requests = 43
+	if got := tl.turnedAwayTotal(last); got != 3 {
+		t.Fatalf("3 more: %v, want 3", got)
 	}
 }
 
