@@ -149,7 +149,9 @@ func (w *Workloads) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var list napwakev1alpha1.ManagedWorkloadList
-	if err := w.reader.List(ctx, &list); err != nil {
+	// The cache's own objects, not copies: a scrape only reads them, and
+	// copying every status (forecast weeks included) each scrape is waste.
+	if err := w.reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(workloadPhaseDesc, err)
 		return
 	}
