@@ -23,7 +23,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"napwake.dev/forwarder/internal/relay"
+	"napwake.dev/shared/buildinfo"
 	"napwake.dev/shared/logging"
 	"napwake.dev/shared/signals"
 	"napwake.dev/shared/version"
@@ -62,7 +67,7 @@ func run(args []string) error {
 	var (
 		maps        mappings
 		doormanHost = fs.String("doorman-host", "napwake-doorman-pods.napwake-system.svc", "the doorman's headless Service (or an address)")
-		probeAddr   = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		probeAddr   = fs.String("health-probe-bind-address", ":8081", "address of /healthz, /readyz and /metrics")
 		idleTimeout = fs.Duration("idle-timeout", relay.DefaultIdleTimeout, "close a relayed connection that carries nothing either way for this long")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		logOpts     logging.Options
@@ -103,6 +108,9 @@ func run(args []string) error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	// /metrics on the probe port: napwake_build_info and the Go runtime's
+	// own, so a PodMonitor can tell which release the forwarders run.
+	mux.Handle("/metrics", metricsHandler(info))
 	probes := &http.Server{Addr: *probeAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := probes.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -123,4 +131,12 @@ func run(args []string) error {
 	_ = probes.Shutdown(finish)
 	log.Info("Stopped")
 	return nil
+}
+
+// metricsHandler serves a registry of napwake_build_info and the Go and
+// process collectors.
+func metricsHandler(info version.Info) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(buildinfo.Collector(info), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }

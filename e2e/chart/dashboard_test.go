@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,9 @@ var napwakeMetrics = []string{
 	"napwake_operator_route_moves_total", "napwake_operator_route_move_seconds_bucket",
 	"napwake_doorman_wakes_total", "napwake_doorman_wait_seconds_bucket", "napwake_doorman_held_connections",
 	"napwake_doorman_passing_connections", "napwake_doorman_rejections_total",
+	"napwake_operator_workload_phase", "napwake_operator_workload_last_wake_duration_seconds",
+	"napwake_operator_workload_cold_starts_total", "napwake_operator_workload_turned_away_requests_total",
+	"napwake_operator_workload_paused_replica_seconds_total", "napwake_build_info",
 }
 
 var metricName = regexp.MustCompile(`napwake_[a-z_]+`)
@@ -37,8 +41,14 @@ func TestTheGrafanaDashboardIsValidAndReadsOnlyRealMetrics(t *testing.T) {
 		t.Errorf("ConfigMap labels %v in %q, want grafana_dashboard: \"1\" in monitoring", cm.Labels, cm.Namespace)
 	}
 	var d struct {
-		UID    string `json:"uid"`
-		Title  string `json:"title"`
+		UID        string `json:"uid"`
+		Title      string `json:"title"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Query string `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
 		Panels []struct {
 			ID      int    `json:"id"`
 			Title   string `json:"title"`
@@ -62,6 +72,9 @@ func TestTheGrafanaDashboardIsValidAndReadsOnlyRealMetrics(t *testing.T) {
 			t.Errorf("panel id %d twice", p.ID)
 		}
 		ids[p.ID] = true
+		if p.Type == "row" {
+			continue
+		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q queries nothing", p.Title)
 		}
@@ -74,12 +87,29 @@ func TestTheGrafanaDashboardIsValidAndReadsOnlyRealMetrics(t *testing.T) {
 				if !slices.Contains(napwakeMetrics, n) {
 					t.Errorf("panel %q reads %s, which no component exports", p.Title, n)
 				}
+				// The per-workload series' namespace is the workload's,
+				// not Napwake's: they follow the environment's variables.
+				if strings.HasPrefix(n, "napwake_operator_workload_") && !strings.Contains(tg.Expr, `namespace=~"$workload_namespace", name=~"$workload"`) {
+					t.Errorf("panel %q: %q does not follow the environment variables", p.Title, tg.Expr)
+				}
 			}
 		}
 	}
-	for _, want := range []string{"Workloads by phase", "Doorman wakes by result", "Doorman wait (held → passed on)", "Resume duration (wake → first Ready pod)", "Replica-hours saved"} {
+	for _, want := range []string{"Workloads by phase", "Doorman wakes by result", "Doorman wait (held → passed on)", "Resume duration (wake → first Ready pod)", "Replica-hours saved",
+		"Phase by workload", "Last wake duration by workload", "Cold starts seen by people, per hour", "Requests turned away, per 15 minutes", "Replica-hours saved by workload"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("no %q panel among %q", want, titles)
 		}
+	}
+	// The per-environment view: pick a namespace, then a ManagedWorkload in it.
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v.Query
+	}
+	if q := vars["workload_namespace"]; q != "label_values(napwake_operator_workload_phase, namespace)" {
+		t.Errorf("variable workload_namespace %q, want the per-workload series' namespaces", q)
+	}
+	if q := vars["workload"]; q != `label_values(napwake_operator_workload_phase{namespace=~"$workload_namespace"}, name)` {
+		t.Errorf("variable workload %q, want the names in the chosen namespaces", q)
 	}
 }

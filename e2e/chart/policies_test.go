@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +73,9 @@ func placementPolicyAndMonitoringCases() []valueCase {
 		{
 			name: "the alerts' durations and the rule's labels follow their values",
 			args: []string{"--set", "monitoring.prometheusRule.enabled=true", "--set", "monitoring.prometheusRule.labels.role=alert-rules",
-				"--set", "monitoring.prometheusRule.wakesFailingFor=15m", "--set", "monitoring.prometheusRule.unavailableFor=2m"},
+				"--set", "monitoring.prometheusRule.wakesFailingFor=15m", "--set", "monitoring.prometheusRule.unavailableFor=2m",
+				"--set", "monitoring.prometheusRule.operatorDownFor=3m", "--set", "monitoring.prometheusRule.stuckFor=1h",
+				"--set", "monitoring.prometheusRule.turningAwayFor=20m"},
 			check: func(t *testing.T, objs objects) {
 				t.Helper()
 				if objs.find("ServiceMonitor", release) != nil {
@@ -84,12 +87,16 @@ func placementPolicyAndMonitoringCases() []valueCase {
 				}
 				groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
 				fors := map[string]any{}
-				for _, r := range groups[0].(map[string]any)["rules"].([]any) {
-					r := r.(map[string]any)
-					fors[r["alert"].(string)] = r["for"]
+				for _, g := range groups {
+					for _, r := range g.(map[string]any)["rules"].([]any) {
+						r := r.(map[string]any)
+						fors[r["alert"].(string)] = r["for"]
+					}
 				}
-				if fors["NapwakeDoormanWakesFailing"] != "15m" || fors["NapwakeDoormanUnavailable"] != "2m" {
-					t.Errorf("for %v", fors)
+				want := map[string]any{"NapwakeDoormanWakesFailing": "15m", "NapwakeDoormanUnavailable": "2m", "NapwakeOperatorDown": "3m",
+					"NapwakeWorkloadStuck": "1h", "NapwakeWorkloadTurningCallersAway": "20m"}
+				if !reflect.DeepEqual(fors, want) {
+					t.Errorf("for %v, want %v", fors, want)
 				}
 			},
 		},
@@ -186,7 +193,7 @@ func placementPolicyAndMonitoringCases() []valueCase {
 			},
 		},
 		{
-			name: "monitoring renders a ServiceMonitor over both metrics Services and the two alerts",
+			name: "monitoring renders a ServiceMonitor over both metrics Services, keeping the workloads' namespace, and the alerts",
 			args: []string{"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
 				"--set", "monitoring.serviceMonitor.labels.release=prom", "--set", "monitoring.serviceMonitor.interval=15s"},
 			check: func(t *testing.T, objs objects) {
@@ -196,7 +203,8 @@ func placementPolicyAndMonitoringCases() []valueCase {
 					t.Errorf("ServiceMonitor labels %v", sm.GetLabels())
 				}
 				eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-				if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" || eps[0].(map[string]any)["interval"] != "15s" {
+				if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" || eps[0].(map[string]any)["interval"] != "15s" ||
+					eps[0].(map[string]any)["honorLabels"] != true {
 					t.Errorf("endpoints %v", eps)
 				}
 				// Its selector takes the two metrics Services, not the headless one.

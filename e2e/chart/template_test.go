@@ -313,8 +313,8 @@ func alerts(t *testing.T, rule *unstructured.Unstructured) map[string]string {
 			out[r["alert"].(string)] = r["expr"].(string)
 		}
 	}
-	if len(out) != 2 {
-		t.Errorf("alerts %v, want NapwakeDoormanWakesFailing and NapwakeDoormanUnavailable", out)
+	if len(out) != len(allAlerts) {
+		t.Errorf("alerts %v, want %q", out, allAlerts)
 	}
 	return out
 }

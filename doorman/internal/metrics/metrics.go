@@ -9,6 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"napwake.dev/shared/buildinfo"
+	"napwake.dev/shared/version"
 )
 
 // Results of napwake_doorman_wakes_total.
@@ -31,7 +34,7 @@ type Metrics struct {
 }
 
 // New returns the metrics, registered in a new registry with the Go and
-// process collectors.
+// process collectors and napwake_build_info.
 func New() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
@@ -60,7 +63,7 @@ func New() *Metrics {
 	for _, r := range []string{ResultWoken, ResultPassed, ResultTurnedAway, ResultTimedOut, ResultFailed} {
 		m.Wakes.WithLabelValues(r)
 	}
-	m.Registry.MustRegister(m.Wakes, m.Wait, m.Held, m.Passing, m.Rejections,
+	m.Registry.MustRegister(m.Wakes, m.Wait, m.Held, m.Passing, m.Rejections, buildinfo.Collector(version.Get("doorman")),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

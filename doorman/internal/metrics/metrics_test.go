@@ -57,3 +57,23 @@ napwake_doorman_table_entries{table="listeners"} 3
 		t.Fatalf("promlint: %v %v", problems, err)
 	}
 }
+
+// TestEveryMetricPassesPromlint runs Prometheus' own linter over the whole
+// registry (napwake_build_info, the Go and process collectors included).
+func TestEveryMetricPassesPromlint(t *testing.T) {
+	m := New()
+	m.ObserveTables([]string{"listeners"}, func() map[string]int { return map[string]int{"listeners": 1} })
+	m.Wakes.WithLabelValues(ResultWoken).Inc()
+	m.Wait.Observe(1)
+	m.Rejections.WithLabelValues("held").Inc()
+	problems, err := testutil.GatherAndLint(m.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	if n, err := testutil.GatherAndCount(m.Registry, "napwake_build_info"); err != nil || n != 1 {
+		t.Errorf("napwake_build_info: %d series, %v; want 1", n, err)
+	}
+}

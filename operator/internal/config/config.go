@@ -68,6 +68,11 @@ type Config struct {
 	// Default false: a CronJob may do work that is not for the workloads
 	// (a backup, a report), so suspending it is for the user to choose.
 	SuspendCronJobs bool
+	// PerWorkloadMetrics exports the napwake_operator_workload_* series,
+	// labelled with each ManagedWorkload's namespace and name. Default
+	// true: their number is bounded by the ManagedWorkloads; turn them
+	// off where a Prometheus cannot afford about eight series per workload.
+	PerWorkloadMetrics bool
 }
 
 // Default returns the configuration with every default filled in; getenv
@@ -89,6 +94,7 @@ func Default(getenv func(string) string) Config {
 		PortsPerNamespace:       napwakev1alpha1.DefaultPortsPerNamespace,
 		SyncPeriod:              time.Minute,
 		ForwarderReplicas:       2,
+		PerWorkloadMetrics:      true,
 	}
 }
 
@@ -111,6 +117,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ForwarderReplicas, "forwarder-replicas", c.ForwarderReplicas, "NEG forwarder pods per paused workload")
 	fs.BoolVar(&c.KEDA, "keda", c.KEDA, "hold the KEDA ScaledObjects that scale a paused workload at 0 replicas; nothing happens while KEDA's CRD is not installed")
 	fs.BoolVar(&c.SuspendCronJobs, "suspend-cronjobs", c.SuspendCronJobs, "suspend the CronJobs of a namespace labelled napwake.dev/enabled=true while every workload there is paused")
+	fs.BoolVar(&c.PerWorkloadMetrics, "per-workload-metrics", c.PerWorkloadMetrics, "export napwake_operator_workload_* series labelled with each ManagedWorkload's namespace and name (about eight per workload)")
 	fs.StringVar(&c.ForwarderDoormanHost, "forwarder-doorman-host", c.ForwarderDoormanHost, `where NEG forwarders find the doorman; "" means the --doorman-service's DNS name, <name>.<namespace>.svc`)
 }
 

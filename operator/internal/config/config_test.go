@@ -21,6 +21,7 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		"leader-election-namespace": "napwake-system", "default-idle-after": "30m0s", "default-wake": "request",
 		"doorman-service": "napwake-system/napwake-doorman-pods", "ports-per-workload": "32", "ports-per-namespace": "256",
 		"prometheus-url": "", "neg-forwarder": "false", "forwarder-image": "", "forwarder-replicas": "2", "forwarder-doorman-host": "",
+		"per-workload-metrics": "true",
 	}
 	for name, v := range want {
 		f := fs.Lookup(name)

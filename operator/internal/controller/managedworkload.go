@@ -395,7 +395,7 @@ func (s *run) record(step decide.Step) {
 		m.RecordWake(step.Woken, metrics.PauseOf(s.mw), decide.WantReplicas(s.mw.Status.Pause), step.PausedFor)
 	}
 	if step.ResumeTook > 0 {
-		m.RecordResumed(step.ResumeTook)
+		m.RecordResumed(s.mw.UID, step.ResumeTook)
 	}
 	if step.Event.Reason != "" {
 		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", step.Event.Message)

@@ -143,6 +143,12 @@ func New(opts Options) (ctrl.Manager, error) {
 	m := opts.Metrics
 	if m == nil {
 		m = metrics.New()
+		if !cfg.PerWorkloadMetrics {
+			m.Workloads = nil
+		}
+		// Only the leader's counts are whole, and one replica reporting
+		// each workload keeps sum() right.
+		m.Workloads.OnlyWhenElected(mgr.Elected())
 		if err := m.Register(crmetrics.Registry, mgr.GetClient(), opts.Clock); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}

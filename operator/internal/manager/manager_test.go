@@ -263,6 +263,15 @@ func TestTheManagerServesHealthAndMetricsAndElectsOneLeader(t *testing.T) {
 	testenv.Eventually(t, "/metrics", func() error {
 		return get("http://"+cfg.MetricsBindAddress+"/metrics", `napwake_operator_workloads{phase="Running"}`)
 	})
+	testenv.Eventually(t, "napwake_build_info", func() error {
+		return get("http://"+cfg.MetricsBindAddress+"/metrics", `napwake_build_info{commit=`)
+	})
+	// The leader serves a workload's own series once it runs.
+	ns := namespace(t, nil, nil)
+	must(t, k8s.Create(context.Background(), deployment(ns, "web", 1, map[string]string{napwakev1alpha1.LabelEnabled: "true"}, nil)))
+	testenv.Eventually(t, "web's phase series", func() error {
+		return get("http://"+cfg.MetricsBindAddress+"/metrics", `napwake_operator_workload_phase{name="web",namespace="`+ns+`",phase="Running"} 1`)
+	})
 
 	cfg2 := testConfig()
 	cfg2.LeaderElect = true

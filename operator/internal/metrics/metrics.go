@@ -1,13 +1,15 @@
 // Package metrics defines the operator's Prometheus metrics
 // (docs/design/components.md#metrics): workloads by phase, pauses by
 // reason, wakes by source, resume
-// duration from wake to Ready, the replica-seconds pauses saved, and the
-// forecast's figures (docs/design/schedules-forecast.md#its-figures).
-// Labels are bounded: phases,
-// pause reasons, forecast modes and activity sources are fixed sets.
+// duration from wake to Ready, the replica-seconds pauses saved, the
+// forecast's figures (docs/design/schedules-forecast.md#its-figures), and
+// per-ManagedWorkload series (workload.go, docs/metrics.md). Labels are
+// bounded: phases, pause reasons, forecast modes and activity sources are
+// fixed sets, and the per-workload series' namespace and name are bounded
+// by the ManagedWorkloads, whose deletion removes them.
 //
 // It must not register into a global registry by itself, nor take an
-// unbounded label (an IP, a name, a path).
+// unbounded label (an IP, a path, a caller).
 package metrics
 
 import (
@@ -15,10 +17,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/buildinfo"
+	"napwake.dev/shared/version"
 )
 
 // Metrics are the operator's own metrics. Make one with New and register it
@@ -41,6 +46,9 @@ type Metrics struct {
 	RouteMoveSeconds prometheus.Histogram
 	// Forecast are the forecast's figures (forecast.go).
 	Forecast *Forecast
+	// Workloads are the per-ManagedWorkload series (workload.go); nil
+	// turns them off (--per-workload-metrics=false).
+	Workloads *Workloads
 }
 
 // New makes the metrics, unregistered.
@@ -71,17 +79,24 @@ func New() *Metrics {
 			// 50 ms to about 25 s: a thousand Services move in about a second.
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 10),
 		}),
-		Forecast: newForecast(),
+		Forecast:  newForecast(),
+		Workloads: newWorkloads(),
 	}
 }
 
-// Register registers the metrics and a workloads-by-phase gauge that counts
-// the ManagedWorkloads in reader (the manager's cache) at each scrape; the
-// paused replica-seconds read the pauses under way from reader too, timed
-// by clk.
+// Register registers the metrics, napwake_build_info, and a
+// workloads-by-phase gauge that counts the ManagedWorkloads in reader (the
+// manager's cache) at each scrape; the paused replica-seconds and the
+// per-workload series read reader too, timed by clk.
 func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader, clk clock.PassiveClock) error {
 	m.PausedReplicaSeconds.watch(reader, clk)
-	for _, c := range append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds, &phases{reader: reader}}, m.Forecast.collectors()...) {
+	cs := append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds,
+		&phases{reader: reader}, buildinfo.Collector(version.Get("napwake-operator"))}, m.Forecast.collectors()...)
+	if m.Workloads != nil {
+		m.Workloads.watch(reader, clk)
+		cs = append(cs, m.Workloads)
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -100,15 +115,19 @@ func (m *Metrics) RecordPause(reason napwakev1alpha1.PauseReason) {
 const WokenByDeletion = "deleted"
 
 // RecordWake counts a wake begun that ends the pause, which saved replicas
-// and lasted pausedFor (0: no longer than a scrape has already counted).
+// and lasted pausedFor (0: no longer than a scrape has already counted);
+// a wake by a request or a click is also the workload's cold start.
 func (m *Metrics) RecordWake(source string, pause PauseKey, replicas int32, pausedFor time.Duration) {
 	m.Wakes.WithLabelValues(source).Inc()
+	m.Workloads.woken(pause.UID, source)
 	m.PausedReplicaSeconds.ended(pause, float64(replicas)*pausedFor.Seconds())
 }
 
-// RecordResumed observes a wake that reached a Ready pod.
-func (m *Metrics) RecordResumed(took time.Duration) {
+// RecordResumed observes a wake of the ManagedWorkload uid that reached a
+// Ready pod.
+func (m *Metrics) RecordResumed(uid types.UID, took time.Duration) {
 	m.ResumeSeconds.Observe(took.Seconds())
+	m.Workloads.resumed(uid, took)
 }
 
 var phaseDesc = prometheus.NewDesc("napwake_operator_workloads",

@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -66,5 +67,38 @@ func TestForecastAddCountsWhatTheFiguresGained(t *testing.T) {
 		if got := testutil.ToFloat64(tc.c); got != tc.want {
 			t.Errorf("%v = %v, want %v", tc.c.Desc(), got, tc.want)
 		}
+	}
+}
+
+// TestEveryMetricPassesPromlint runs Prometheus' own linter over
+// everything the operator registers, per-workload series included (one
+// ManagedWorkload in the cache, one wake recorded), so a name without its
+// unit or _total, or a counter named like a gauge, fails here.
+func TestEveryMetricPassesPromlint(t *testing.T) {
+	f := newSavedFixture(t, pausedMW("api", napwakev1alpha1.PhasePaused, 2))
+	reg := prometheus.NewRegistry()
+	m := New()
+	if err := m.Register(reg, f.c, f.clock); err != nil {
+		t.Fatal(err)
+	}
+	mw := pausedMW("api", napwakev1alpha1.PhasePaused, 2)
+	m.RecordPause(napwakev1alpha1.PauseIdle)
+	m.RecordWake(napwakev1alpha1.SourceRequest, PauseOf(mw), 2, time.Minute)
+	m.RecordResumed(mw.UID, 30*time.Second)
+	m.RouteMoves.WithLabelValues("ok").Inc()
+	m.RouteMoveSeconds.Observe(1)
+	m.Forecast.Add(napwakev1alpha1.ForecastAct, napwakev1alpha1.ForecastFigures{}, napwakev1alpha1.ForecastFigures{ForecastWakes: 1, AwakeSeconds: map[string]int64{"hold": 1}})
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "napwake_operator_workload_last_wake_duration_seconds"); n != 1 {
+		t.Errorf("per-workload series were not linted: %d last-wake series, want 1", n)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "napwake_build_info"); n != 1 {
+		t.Errorf("napwake_build_info: %d series, want 1", n)
 	}
 }
