@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -283,17 +282,7 @@ func testPeopleAccess(t *testing.T) {
 // group system:authenticated) may do a.
 func may(t *testing.T, user string, a access) bool {
 	t.Helper()
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: []string{"system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
-		},
-	}}
-	got, err := clientsAs(t, "").kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.Status.Allowed
+	return review(t, user, []string{"system:authenticated"}, a)
 }
 
 // annotations returns the napwake.dev annotations of ManagedWorkload api in ns.

@@ -34,8 +34,12 @@ func (a access) String() string {
 // allowed asks the API server whether user (a ServiceAccount) may do a.
 func allowed(t *testing.T, user string, a access) bool {
 	t.Helper()
-	ns := namespace
-	groups := []string{"system:authenticated", "system:serviceaccounts", "system:serviceaccounts:" + ns}
+	return review(t, user, []string{"system:authenticated", "system:serviceaccounts", "system:serviceaccounts:" + namespace}, a)
+}
+
+// review asks the API server's authorizer whether user, in groups, may do a.
+func review(t *testing.T, user string, groups []string, a access) bool {
+	t.Helper()
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user, Groups: groups,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
