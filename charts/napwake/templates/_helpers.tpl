@@ -18,14 +18,19 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "napwake.doorman.name"
 
 {{/*
 A component's image reference from {repository, tag, digest}: the digest wins
-over the tag; an empty tag means the chart's appVersion.
+over the tag; an empty tag means the chart's appVersion; global.imageRegistry,
+when set, is prefixed to the repository.
 Call with (dict "image" .Values.x.image "root" $).
 */}}
 {{- define "napwake.image" -}}
+{{- $repository := .image.repository -}}
+{{- with .root.Values.global.imageRegistry -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
+{{- end -}}
 {{- if .image.digest -}}
-{{ .image.repository }}@{{ .image.digest }}
+{{ $repository }}@{{ .image.digest }}
 {{- else -}}
-{{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
+{{ $repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
 {{- end -}}
 {{- end }}
 
@@ -65,26 +70,21 @@ control-plane: doorman
 {{- end }}
 
 {{/*
-Pod Security "restricted", for every pod: non-root with a numeric user (the
-images run as 65532), the runtime's default seccomp profile.
+A component's extra topologySpreadConstraints, as a YAML list: each one
+without a labelSelector is given the component's selector labels, so it
+spreads that component's pods.
+Call with (dict "constraints" .Values.x.topologySpreadConstraints "selector" (include "napwake.x.selectorLabels" $)).
 */}}
-{{- define "napwake.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{- define "napwake.topologySpread" -}}
+{{- $out := list }}
+{{- range .constraints }}
+{{- $c := deepCopy . }}
+{{- if not (hasKey $c "labelSelector") }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (fromYaml $.selector)) }}
 {{- end }}
-
-{{/* Pod Security "restricted" for every container, plus a read-only root filesystem. */}}
-{{- define "napwake.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-capabilities:
-  drop: ["ALL"]
-seccompProfile:
-  type: RuntimeDefault
+{{- $out = append $out $c }}
+{{- end }}
+{{- toYaml $out }}
 {{- end }}
 
 {{/* Values the schema cannot check: refuse them with a clear message. */}}
