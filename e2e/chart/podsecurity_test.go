@@ -61,6 +61,11 @@ func TestEveryPodMeetsPodSecurityRestricted(t *testing.T) {
 			t.Errorf("%s: runAsUser %v, want 65532, the images' user", d.Name, u)
 		}
 	}
+	// The uninstall hook's Job runs the operator's image with its security
+	// contexts, in the same namespace.
+	if v := restrictedViolations(t, restoreJob(t, objs).Spec.Template); len(v) != 0 {
+		t.Errorf("the uninstall hook violates Pod Security restricted: %q", v)
+	}
 }
 
 // TestThePodSecurityCheckCanFail keeps the check above honest: a template

@@ -257,7 +257,7 @@ type valueCase struct {
 // TestEachValueReachesItsObject sets one value (or a few that belong
 // together) and checks its effect on the rendered objects.
 func TestEachValueReachesItsObject(t *testing.T) {
-	for _, tc := range append(componentValueCases(), placementPolicyAndMonitoringCases()...) {
+	for _, tc := range slices.Concat(componentValueCases(), placementPolicyAndMonitoringCases(), podKnobCases()) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check(t, render(t, tc.args...))
 		})
@@ -360,6 +360,17 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		},
 		{"the NEG forwarder without the doorman", []string{"--set", "doorman.negForwarder.enabled=true", "--set", "doorman.enabled=false"}, []string{"doorman.negForwarder.enabled needs doorman.enabled"}},
 		{"forwarder replicas out of range", []string{"--set", "doorman.negForwarder.replicas=0"}, []string{"doorman.negForwarder.replicas"}},
+		// A misspelled key in each object the pod knobs added is refused by name.
+		{"a misspelled ServiceAccount key", []string{"--set", "operator.serviceAccount.annotation.a=b"}, []string{"operator/serviceAccount", "annotation"}},
+		{"a misspelled pod security context field", []string{"--set", "operator.podSecurityContext.runAsUsr=1000"}, []string{"operator/podSecurityContext", "runAsUsr"}},
+		{"a misspelled container security context field", []string{"--set", "doorman.securityContext.readOnlyRootFileSystem=false"}, []string{"doorman/securityContext", "readOnlyRootFileSystem"}},
+		{"a misspelled capabilities field", []string{"--set", "doorman.securityContext.capabilities.dropped={ALL}"}, []string{"doorman/securityContext/capabilities", "dropped"}},
+		{"a misspelled extraEnv field", []string{"--set-json", `doorman.extraEnv=[{"name":"A","vaule":"b"}]`}, []string{"doorman/extraEnv/0", "vaule"}},
+		{"an extraVolume without a name", []string{"--set-json", `operator.extraVolumes=[{"emptyDir":{}}]`}, []string{"operator/extraVolumes/0", "name"}},
+		{"a misspelled extraVolumeMounts field", []string{"--set-json", `operator.extraVolumeMounts=[{"name":"a","mountpath":"/a"}]`}, []string{"operator/extraVolumeMounts/0", "mountpath"}},
+		{"a misspelled topology spread field", []string{"--set-json", `doorman.topologySpreadConstraints=[{"maxSkew":1,"topologykey":"z","whenUnsatisfiable":"DoNotSchedule"}]`}, []string{"doorman/topologySpreadConstraints/0", "topologykey"}},
+		{"a misspelled knob on a component", []string{"--set", "operator.extraEnvs[0].name=A"}, []string{"extraEnvs"}},
+		{"an image registry with a tag", []string{"--set", "global.imageRegistry=registry.example/mirror:1.0"}, []string{"global/imageRegistry"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,9 +1,11 @@
 package chart
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -253,4 +255,167 @@ func componentValueCases() []valueCase {
 			},
 		},
 	}
+}
+
+// podKnobCases set what users of other charts look for on each component's
+// pods (cert-manager's and KEDA's charts): ServiceAccount annotations,
+// security contexts, extra env and volumes, spread constraints, a global
+// image registry, and the operator's settings on the uninstall hook.
+func podKnobCases() []valueCase {
+	return []valueCase{
+		{
+			name: "serviceAccount.annotations reach each component's ServiceAccount only",
+			args: []string{"--set", "operator.serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/op",
+				"--set", "doorman.serviceAccount.annotations.iam\\.gke\\.io/gcp-service-account=dm@p.iam.gserviceaccount.com"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				op, dm := objs.get(t, "ServiceAccount", operatorName).GetAnnotations(), objs.get(t, "ServiceAccount", doormanName).GetAnnotations()
+				if len(op) != 1 || op["eks.amazonaws.com/role-arn"] != "arn:aws:iam::1:role/op" {
+					t.Errorf("operator ServiceAccount annotations %v", op)
+				}
+				if len(dm) != 1 || dm["iam.gke.io/gcp-service-account"] != "dm@p.iam.gserviceaccount.com" {
+					t.Errorf("doorman ServiceAccount annotations %v", dm)
+				}
+			},
+		},
+		{
+			name: "global.imageRegistry prefixes every image: the operator's, the doorman's, the forwarder's and the hook's",
+			args: []string{"--set", "global.imageRegistry=registry.example:5000/mirror/", "--set", "doorman.negForwarder.enabled=true",
+				"--set", "doorman.image.digest=" + testDigest},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				op := container(t, objs.deployment(t, operatorName))
+				if op.Image != "registry.example:5000/mirror/napwake-operator:"+chartAppVer {
+					t.Errorf("operator image %q", op.Image)
+				}
+				if c := container(t, objs.deployment(t, doormanName)); c.Image != "registry.example:5000/mirror/napwake-doorman@"+testDigest {
+					t.Errorf("doorman image %q", c.Image)
+				}
+				wantFlag(t, op, "forwarder-image", "registry.example:5000/mirror/napwake-forwarder:"+chartAppVer)
+				if c := restoreJob(t, objs).Spec.Template.Spec.Containers[0]; c.Image != op.Image {
+					t.Errorf("hook image %q, want the operator's %q", c.Image, op.Image)
+				}
+			},
+		},
+		{
+			name: "podSecurityContext runAsUser and runAsGroup null drop the UID from the operator's pods and the hook's, for OpenShift",
+			args: []string{"--set", "operator.podSecurityContext.runAsUser=null", "--set", "operator.podSecurityContext.runAsGroup=null"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				for name, tmpl := range map[string]corev1.PodTemplateSpec{
+					"operator": objs.deployment(t, operatorName).Spec.Template,
+					"hook":     restoreJob(t, objs).Spec.Template,
+				} {
+					sc := tmpl.Spec.SecurityContext
+					if sc.RunAsUser != nil || sc.RunAsGroup != nil {
+						t.Errorf("%s: runAsUser %v runAsGroup %v, want neither", name, sc.RunAsUser, sc.RunAsGroup)
+					}
+					if v := restrictedViolations(t, tmpl); len(v) != 0 {
+						t.Errorf("%s without a UID violates Pod Security restricted: %q", name, v)
+					}
+				}
+				if u := objs.deployment(t, doormanName).Spec.Template.Spec.SecurityContext.RunAsUser; u == nil || *u != 65532 {
+					t.Errorf("the doorman's runAsUser %v changed with the operator's", u)
+				}
+			},
+		},
+		{
+			name: "security contexts reach their component, the operator's also the hook",
+			args: []string{"--set", "doorman.podSecurityContext.fsGroup=2000", "--set", "operator.securityContext.runAsUser=1000",
+				"--set", "doorman.securityContext.readOnlyRootFilesystem=false"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				dm := objs.deployment(t, doormanName)
+				if g := dm.Spec.Template.Spec.SecurityContext.FSGroup; g == nil || *g != 2000 {
+					t.Errorf("doorman fsGroup %v", g)
+				}
+				if sc := container(t, dm).SecurityContext; *sc.ReadOnlyRootFilesystem || !*sc.RunAsNonRoot {
+					t.Errorf("doorman container security context %+v, want only readOnlyRootFilesystem changed", sc)
+				}
+				for name, c := range map[string]corev1.Container{
+					"operator": container(t, objs.deployment(t, operatorName)),
+					"hook":     restoreJob(t, objs).Spec.Template.Spec.Containers[0],
+				} {
+					if u := c.SecurityContext.RunAsUser; u == nil || *u != 1000 {
+						t.Errorf("%s container runAsUser %v, want 1000", name, u)
+					}
+				}
+			},
+		},
+		{
+			name: "extraEnv follows each component's own env",
+			args: []string{"--set-json", `operator.extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"}]`,
+				"--set-json", `doorman.extraEnv=[{"name":"GOMEMLIMIT","valueFrom":{"resourceFieldRef":{"resource":"limits.memory"}}}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				op, dm := container(t, objs.deployment(t, operatorName)).Env, container(t, objs.deployment(t, doormanName)).Env
+				if len(op) != 3 || op[0].Name != "POD_NAME" || op[2].Name != "HTTPS_PROXY" || op[2].Value != "http://proxy:3128" {
+					t.Errorf("operator env %+v, want POD_NAME, POD_NAMESPACE, then HTTPS_PROXY", op)
+				}
+				last := dm[len(dm)-1]
+				if len(dm) != 5 || last.Name != "GOMEMLIMIT" || last.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+					t.Errorf("doorman env %+v, want its four, then GOMEMLIMIT", dm)
+				}
+			},
+		},
+		{
+			name: "extraVolumes and extraVolumeMounts reach their component only",
+			args: []string{"--set-json", `operator.extraVolumes=[{"name":"ca","configMap":{"name":"corp-ca"}}]`,
+				"--set-json", `operator.extraVolumeMounts=[{"name":"ca","mountPath":"/etc/ssl/corp","readOnly":true}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				op := objs.deployment(t, operatorName).Spec.Template.Spec
+				if v := op.Volumes; len(v) != 1 || v[0].Name != "ca" || v[0].ConfigMap == nil || v[0].ConfigMap.Name != "corp-ca" {
+					t.Errorf("operator volumes %+v", v)
+				}
+				if m := op.Containers[0].VolumeMounts; len(m) != 1 || m[0].MountPath != "/etc/ssl/corp" || !m[0].ReadOnly {
+					t.Errorf("operator volume mounts %+v", m)
+				}
+				dm := objs.deployment(t, doormanName).Spec.Template.Spec
+				if len(dm.Volumes) != 0 || len(dm.Containers[0].VolumeMounts) != 0 {
+					t.Errorf("doorman volumes %+v mounts %+v, want none", dm.Volumes, dm.Containers[0].VolumeMounts)
+				}
+			},
+		},
+		{
+			name: "topologySpreadConstraints without a labelSelector spread the component's own pods, the doorman's after its spread across nodes",
+			args: []string{"--set-json", `operator.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`,
+				"--set-json", `doorman.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"tier":"edge"}}}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				op := objs.deployment(t, operatorName).Spec.Template.Spec.TopologySpreadConstraints
+				if len(op) != 1 || op[0].TopologyKey != "topology.kubernetes.io/zone" || op[0].LabelSelector == nil ||
+					op[0].LabelSelector.MatchLabels["control-plane"] != "controller-manager" {
+					t.Errorf("operator spread %+v, want across zones over the operator's pods", op)
+				}
+				dm := objs.deployment(t, doormanName).Spec.Template.Spec.TopologySpreadConstraints
+				if len(dm) != 2 || dm[0].TopologyKey != "kubernetes.io/hostname" || dm[1].TopologyKey != "topology.kubernetes.io/zone" ||
+					dm[1].WhenUnsatisfiable != corev1.DoNotSchedule || !reflect.DeepEqual(dm[1].LabelSelector.MatchLabels, map[string]string{"tier": "edge"}) {
+					t.Errorf("doorman spread %+v, want across nodes, then across zones with its own selector", dm)
+				}
+			},
+		},
+		{
+			name: "the uninstall hook takes the operator's placement, priority class and the pull secrets",
+			args: []string{"--set", "operator.nodeSelector.pool=system", "--set", "operator.priorityClassName=system-cluster-critical",
+				"--set-json", `operator.tolerations=[{"key":"system","operator":"Exists"}]`, "--set-json", `imagePullSecrets=[{"name":"regcred"}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				spec := restoreJob(t, objs).Spec.Template.Spec
+				if spec.NodeSelector["pool"] != "system" || spec.PriorityClassName != "system-cluster-critical" ||
+					len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "system" ||
+					len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
+					t.Errorf("hook pod spec %+v, want the operator's placement, priority class and pull secrets", spec)
+				}
+			},
+		},
+	}
+}
+
+// restoreJob is the uninstall hook's Job.
+func restoreJob(t testing.TB, objs objects) *batchv1.Job {
+	t.Helper()
+	var j batchv1.Job
+	into(t, objs.get(t, "Job", operatorName+"-restore"), &j)
+	return &j
 }
