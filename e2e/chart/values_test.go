@@ -343,7 +343,7 @@ func podKnobCases() []valueCase {
 			},
 		},
 		{
-			name: "extraEnv follows each component's own env",
+			name: "extraEnv follows each component's own env, and the uninstall hook has the operator's",
 			args: []string{"--set-json", `operator.extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"}]`,
 				"--set-json", `doorman.extraEnv=[{"name":"GOMEMLIMIT","valueFrom":{"resourceFieldRef":{"resource":"limits.memory"}}}]`},
 			check: func(t *testing.T, objs objects) {
@@ -356,10 +356,13 @@ func podKnobCases() []valueCase {
 				if len(dm) != 5 || last.Name != "GOMEMLIMIT" || last.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
 					t.Errorf("doorman env %+v, want its four, then GOMEMLIMIT", dm)
 				}
+				if hook := restoreJob(t, objs).Spec.Template.Spec.Containers[0].Env; len(hook) != 1 || hook[0].Name != "HTTPS_PROXY" {
+					t.Errorf("uninstall hook env %+v, want the operator's HTTPS_PROXY: it reaches the same API server", hook)
+				}
 			},
 		},
 		{
-			name: "extraVolumes and extraVolumeMounts reach their component only",
+			name: "extraVolumes and extraVolumeMounts reach their component only, and the hook the operator's",
 			args: []string{"--set-json", `operator.extraVolumes=[{"name":"ca","configMap":{"name":"corp-ca"}}]`,
 				"--set-json", `operator.extraVolumeMounts=[{"name":"ca","mountPath":"/etc/ssl/corp","readOnly":true}]`},
 			check: func(t *testing.T, objs objects) {
@@ -370,6 +373,10 @@ func podKnobCases() []valueCase {
 				}
 				if m := op.Containers[0].VolumeMounts; len(m) != 1 || m[0].MountPath != "/etc/ssl/corp" || !m[0].ReadOnly {
 					t.Errorf("operator volume mounts %+v", m)
+				}
+				hook := restoreJob(t, objs).Spec.Template.Spec
+				if len(hook.Volumes) != 1 || len(hook.Containers[0].VolumeMounts) != 1 || hook.Containers[0].VolumeMounts[0].MountPath != "/etc/ssl/corp" {
+					t.Errorf("uninstall hook volumes %+v mounts %+v, want the operator's", hook.Volumes, hook.Containers[0].VolumeMounts)
 				}
 				dm := objs.deployment(t, doormanName).Spec.Template.Spec
 				if len(dm.Volumes) != 0 || len(dm.Containers[0].VolumeMounts) != 0 {
