@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -97,6 +98,9 @@ type SampleApp struct {
 	// ShutdownDelay is how long the app goes on serving after SIGTERM (the
 	// sample app's --shutdown-delay); the pod's grace period covers it.
 	ShutdownDelay time.Duration
+	// CPURequest, such as "10m", is the container's CPU request: an HPA on
+	// CPU utilization needs one.
+	CPURequest string
 }
 
 // Deployment renders the app's Deployment: a readiness probe on /ready,
@@ -140,6 +144,10 @@ func (a SampleApp) Deployment() *appsv1.Deployment {
 
 // PodSpec is the sample app's pod: restricted, read-only, probed.
 func (a SampleApp) PodSpec(args []string, ports []corev1.ContainerPort) corev1.PodSpec {
+	var resources corev1.ResourceRequirements
+	if a.CPURequest != "" {
+		resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(a.CPURequest)}
+	}
 	return corev1.PodSpec{
 		TerminationGracePeriodSeconds: ptr.To(2 + int64(a.ShutdownDelay.Seconds())),
 		Containers: []corev1.Container{{
@@ -148,6 +156,7 @@ func (a SampleApp) PodSpec(args []string, ports []corev1.ContainerPort) corev1.P
 			ImagePullPolicy: corev1.PullNever,
 			Args:            args,
 			Ports:           ports,
+			Resources:       resources,
 			ReadinessProbe: &corev1.Probe{
 				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080)}},
 				PeriodSeconds: 1,
