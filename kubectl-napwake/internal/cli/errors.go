@@ -30,6 +30,43 @@ func userErrorf(format string, args ...any) error {
 	return &userError{msg: oneLine(fmt.Sprintf(format, args...))}
 }
 
+// usageError is a mistake in the command line itself (an unknown flag, a
+// bad flag value, flags that do not go together, a missing name): found
+// before the cluster is contacted, and exit code 2, as for kubectl.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// Exit codes of kubectl-napwake, as docs/kubectl-plugin.md lists them.
+const (
+	// ExitOK: the command did what it was asked.
+	ExitOK = 0
+	// ExitFailed: the cluster refused or failed it, or (several names) any
+	// one of them failed.
+	ExitFailed = 1
+	// ExitUsage: the command line was wrong; nothing was asked of the cluster.
+	ExitUsage = 2
+)
+
+// ExitCode is the process's exit code after the command returned err.
+func ExitCode(err error) int {
+	var u *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u),
+		// cobra's own, untyped: a word that is no command.
+		strings.HasPrefix(err.Error(), "unknown command "):
+		return ExitUsage
+	default:
+		return ExitFailed
+	}
+}
+
 // oneLine folds whitespace so an error never spans lines.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
