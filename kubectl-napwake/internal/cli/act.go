@@ -175,7 +175,8 @@ func (o *Options) actOn(ctx context.Context, s *session, key client.ObjectKey, a
 	if err := s.c.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return nil, s.explain(ctx, err, request{doing: "setting " + annotationKey + " on ManagedWorkload " + name, name: name, role: roleEdit, namespace: mw.Namespace})
 	}
-	if skew > maxQuietSkew || skew < -maxQuietSkew {
+	if (skew > maxQuietSkew || skew < -maxQuietSkew) && !s.skewNoted {
+		s.skewNoted = true
 		fmt.Fprintf(o.IO.ErrOut, "note: this machine's clock is %s off the cluster's; the request carries the cluster's time\n", skew.Abs().Round(time.Second))
 	}
 	ref := mw.Namespace + "/" + mw.Name

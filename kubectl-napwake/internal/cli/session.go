@@ -60,6 +60,9 @@ type session struct {
 	c         client.WithWatch
 	// clock is the API server's time, from its answers.
 	clock *serverClock
+	// skewNoted is set once the clocks' difference was mentioned, so
+	// acting on several workloads says it once.
+	skewNoted bool
 }
 
 // connect builds a client from the kubeconfig flags.
