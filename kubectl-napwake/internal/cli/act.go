@@ -154,7 +154,8 @@ func (o *Options) actOn(ctx context.Context, s *session, key client.ObjectKey, a
 		loc, _ := scheduleZone(mw)
 		t, err := parseUntil(*a.untilValue, now, loc)
 		if err != nil {
-			return nil, err
+			// Found after asking the cluster (its clock): exit code 1.
+			return nil, userErrorf("%v", err)
 		}
 		annotationKey, value = a.until, t.Format(time.RFC3339)
 	}

@@ -82,7 +82,7 @@ operator watches, whatever their wake mode says.`,
 		},
 	}
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Every namespace (status and savings).")
+	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Every namespace: for status, savings and restore, and with -l for wake, pause and describe.")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v: see %s --help", err, c.CommandPath())
 	})

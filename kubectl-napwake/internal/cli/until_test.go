@@ -128,4 +128,11 @@ func TestPauseAndWakeUntilWriteTheOverrides(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), `--until "tonight" is neither a duration`) {
 		t.Errorf("error %v for --until tonight, want one naming the forms", r.err)
 	}
+	// Whether an RFC 3339 time is past takes the cluster's clock: found
+	// after asking it, so a failure (1), not a usage error (2).
+	r = run(t, adminKubeconfig, nil, "wake", "api", "-n", ns, "--until", "2020-01-01T00:00:00Z")
+	assertOneLine(t, r, `--until "2020-01-01T00:00:00Z" is not in the future (the cluster's time is `)
+	if code := ExitCode(r.err); code != ExitFailed {
+		t.Errorf("exit code %d for an --until in the past, want %d", code, ExitFailed)
+	}
 }
