@@ -22,7 +22,12 @@ import (
 
 // userError is an error worded for the person at the terminal: one line
 // saying what is wrong and what to do. main prints it as is.
-type userError struct{ msg string }
+type userError struct {
+	msg string
+	// down says the API server could not be reached at all: trying the
+	// next of several workloads would only fail again.
+	down bool
+}
 
 func (e *userError) Error() string { return e.msg }
 
@@ -121,9 +126,9 @@ func (s *session) explain(ctx context.Context, err error, req request) error {
 	if why, ok := unreachable(err); ok {
 		if s.cfg.Host == clientcmd.ClusterDefaults.Server {
 			// client-go's fallback when it found no kubeconfig at all.
-			return userErrorf("cannot reach the Kubernetes API server at %s (%s), the address used when no kubeconfig is found: set KUBECONFIG or pass --kubeconfig", s.cfg.Host, why)
+			return &userError{msg: oneLine(fmt.Sprintf("cannot reach the Kubernetes API server at %s (%s), the address used when no kubeconfig is found: set KUBECONFIG or pass --kubeconfig", s.cfg.Host, why)), down: true}
 		}
-		return userErrorf("cannot reach the Kubernetes API server at %s (%s): check that the cluster is up and that --context/--kubeconfig point at it", s.cfg.Host, why)
+		return &userError{msg: oneLine(fmt.Sprintf("cannot reach the Kubernetes API server at %s (%s): check that the cluster is up and that --context/--kubeconfig point at it", s.cfg.Host, why)), down: true}
 	}
 	switch {
 	case apierrors.IsUnauthorized(err):

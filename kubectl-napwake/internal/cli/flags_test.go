@@ -76,3 +76,15 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestSeveralNamesStopWhenTheClusterIsDown: an unreachable cluster fails
+// the first name; the rest are not tried (each would wait as long), and the
+// one error says why.
+func TestSeveralNamesStopWhenTheClusterIsDown(t *testing.T) {
+	addr := closedPort(t)
+	r := run(t, kubeconfigFor(t, "https://"+addr), nil, "pause", "api", "web", "db")
+	assertOneLine(t, r, "cannot reach the Kubernetes API server at https://"+addr+" (connection refused)")
+	if code := ExitCode(r.err); code != ExitFailed {
+		t.Errorf("exit code %d, want %d", code, ExitFailed)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,7 +113,8 @@ func (s *session) keys(ctx context.Context, t targets) ([]client.ObjectKey, erro
 	return keys, nil
 }
 
-// eachKey runs do for every key, all of them even when some fail. One key's
+// eachKey runs do for every key, all of them even when some fail, unless
+// the cluster cannot be reached at all (then that error, at once). One key's
 // error is returned as it is; with several, each failure is printed as an
 // error line when it happens and the result names those that failed.
 func (o *Options) eachKey(verb string, keys []client.ObjectKey, do func(client.ObjectKey) error) error {
@@ -122,6 +124,9 @@ func (o *Options) eachKey(verb string, keys []client.ObjectKey, do func(client.O
 	var failed []string
 	for _, k := range keys {
 		if err := do(k); err != nil {
+			if u := (*userError)(nil); errors.As(err, &u) && u.down {
+				return err
+			}
 			fmt.Fprintln(o.IO.ErrOut, "error:", err)
 			failed = append(failed, k.String())
 		}
