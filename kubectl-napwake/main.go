@@ -17,16 +17,17 @@ import (
 
 func main() { os.Exit(run()) }
 
-// run executes the command line and returns the exit code: 0, or 1 after
-// printing one line saying what went wrong and what to do.
+// run executes the command line and returns the exit code (cli.ExitCode):
+// 0; 1 after printing one line saying what went wrong and what to do; 2 for
+// a mistake in the command line, found before the cluster is contacted.
 func run() int {
 	// client-go logs through klog; a plugin prints its own errors, once.
 	klog.SetLogger(logr.Discard())
 	o := cli.NewOptions()
 	cmd := cli.NewCommand(o)
-	if err := cmd.ExecuteContext(signals.Context(context.Background())); err != nil {
+	err := cmd.ExecuteContext(signals.Context(context.Background()))
+	if err != nil {
 		fmt.Fprintln(o.IO.ErrOut, "error:", err)
-		return 1
 	}
-	return 0
+	return cli.ExitCode(err)
 }

@@ -62,51 +62,104 @@ const defaultWaitTimeout = 5 * time.Minute
 func newActCommand(o *Options, a action) *cobra.Command {
 	var wait bool
 	var timeout time.Duration
-	var until string
+	var until, selector string
 	cmd := &cobra.Command{
-		Use:   a.verb + " NAME",
+		Use:   a.verb + " NAME...",
 		Short: a.short,
 		Long: fmt.Sprintf(`%s.
 
-Sets the annotation %s on the ManagedWorkload to the current time (RFC 3339,
-UTC); the operator acts on it. With --until, sets %s to the
-time given %s, keeping it %s until then (docs/schedules.md). %s
-With --wait, follows the phase until it is %s or --timeout passes, and says
-how long it took.`, a.short, a.annotation, a.until, a.untilHow, a.keep, a.note, a.want),
-		Args: exactlyOneName,
+Sets the annotation %s on each ManagedWorkload named (NAME,
+managedworkload/NAME or mw/NAME), or picked by -l (with -A in every
+namespace), to the current time (RFC 3339, UTC); the operator acts on it.
+With --until, sets %s to the time given %s, keeping it %s until then
+(docs/schedules.md). %s
+With --wait, follows the phase of each until it is %s or --timeout passes,
+and says how long it took. Every workload is tried even when one fails; the
+exit code is 1 if any did.`, a.short, a.annotation, a.until, a.untilHow, a.keep, a.note, a.want),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
-				return userErrorf("--timeout must be more than 0s, got %s", timeout)
+				return usageErrorf("--timeout must be more than 0s, got %s", timeout)
 			}
 			act := a
 			if cmd.Flags().Changed("until") {
+				if err := checkUntil(until); err != nil {
+					return err
+				}
 				act.untilValue = &until
 			}
-			return o.runAct(cmd.Context(), args[0], act, wait, timeout)
+			t, err := parseTargets(cmd, args, selector, o.allNamespaces)
+			if err != nil {
+				return err
+			}
+			return o.runAct(cmd.Context(), t, act, wait, timeout)
 		},
 	}
 	cmd.Flags().StringVar(&until, "until", "", fmt.Sprintf(untilHelp, a.keep, a.until))
-	cmd.Flags().BoolVar(&wait, "wait", false, fmt.Sprintf("Wait until the workload is %s.", a.want))
-	cmd.Flags().DurationVar(&timeout, "timeout", defaultWaitTimeout, "How long --wait waits before giving up (non-zero exit).")
+	cmd.Flags().BoolVar(&wait, "wait", false, fmt.Sprintf("Wait until each workload is %s.", a.want))
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultWaitTimeout, "How long --wait waits for each workload before giving up (non-zero exit).")
+	addSelectorFlag(cmd, &selector)
 	return cmd
 }
 
-func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, timeout time.Duration) error {
-	s, mw, err := o.getWorkload(ctx, name)
+// runAct asks every workload t names for a, then, with wait, follows each
+// one asked.
+func (o *Options) runAct(ctx context.Context, t targets, a action, wait bool, timeout time.Duration) error {
+	s, err := o.connect()
 	if err != nil {
 		return err
 	}
+	keys, err := s.keys(ctx, t)
+	if err != nil {
+		return err
+	}
+	asked := map[client.ObjectKey]*napwakev1alpha1.ManagedWorkload{}
+	err = o.eachKey(a.verb, keys, func(k client.ObjectKey) error {
+		mw, err := o.actOn(ctx, s, k, a)
+		if err == nil {
+			asked[k] = mw
+		}
+		return err
+	})
+	if !wait {
+		return err
+	}
+	var waitKeys []client.ObjectKey
+	for _, k := range keys {
+		if asked[k] != nil {
+			waitKeys = append(waitKeys, k)
+		}
+	}
+	if len(waitKeys) == 0 {
+		return err
+	}
+	werr := o.eachKey(a.verb+" --wait", waitKeys, func(k client.ObjectKey) error {
+		return o.waitForPhase(ctx, s, asked[k], a.want, timeout)
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// actOn sets a's annotation on the ManagedWorkload key and says so.
+func (o *Options) actOn(ctx context.Context, s *session, key client.ObjectKey, a action) (*napwakev1alpha1.ManagedWorkload, error) {
+	mw, err := s.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	name := mw.Name
 	now, skew := o.stamp(s)
-	key, value := a.annotation, now.Format(time.RFC3339)
+	annotationKey, value := a.annotation, now.Format(time.RFC3339)
 	if a.untilValue != nil {
 		loc, _ := scheduleZone(mw)
 		t, err := parseUntil(*a.untilValue, now, loc)
 		if err != nil {
-			return err
+			// Found after asking the cluster (its clock): exit code 1.
+			return nil, userErrorf("%v", err)
 		}
-		key, value = a.until, t.Format(time.RFC3339)
+		annotationKey, value = a.until, t.Format(time.RFC3339)
 	}
-	annotations := map[string]any{key: value}
+	annotations := map[string]any{annotationKey: value}
 	if a.verb == pauseAction.verb || a.untilValue != nil {
 		annotations[a.clears] = nil // a merge patch's null removes it
 	}
@@ -118,20 +171,18 @@ func (o *Options) runAct(ctx context.Context, name string, a action, wait bool, 
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
-		return fmt.Errorf("encoding the patch: %w", err)
+		return nil, fmt.Errorf("encoding the patch: %w", err)
 	}
 	if err := s.c.Patch(ctx, mw, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return s.explain(ctx, err, request{doing: "setting " + key + " on ManagedWorkload " + name, name: name, role: roleEdit, namespace: mw.Namespace})
+		return nil, s.explain(ctx, err, request{doing: "setting " + annotationKey + " on ManagedWorkload " + name, name: name, role: roleEdit, namespace: mw.Namespace})
 	}
-	if skew > maxQuietSkew || skew < -maxQuietSkew {
+	if (skew > maxQuietSkew || skew < -maxQuietSkew) && !s.skewNoted {
+		s.skewNoted = true
 		fmt.Fprintf(o.IO.ErrOut, "note: this machine's clock is %s off the cluster's; the request carries the cluster's time\n", skew.Abs().Round(time.Second))
 	}
 	ref := mw.Namespace + "/" + mw.Name
-	fmt.Fprintf(o.IO.Out, "%s: %s requested (%s=%s); it is %s now\n", ref, a.verb, key, value, phaseOrUnknown(mw.Status.Phase))
-	if !wait {
-		return nil
-	}
-	return o.waitForPhase(ctx, s, mw, a.want, timeout)
+	fmt.Fprintf(o.IO.Out, "%s: %s requested (%s=%s); it is %s now\n", ref, a.verb, annotationKey, value, phaseOrUnknown(mw.Status.Phase))
+	return mw, nil
 }
 
 // maxQuietSkew is how far this machine's clock may be from the cluster's

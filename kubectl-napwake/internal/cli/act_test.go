@@ -198,6 +198,15 @@ func TestNamesCompleteFromTheCluster(t *testing.T) {
 			t.Errorf("%s w completes %q, want only web", verb, r.out)
 		}
 	}
+	// wake, pause and describe take several: what is given is not offered again.
+	for _, verb := range []string{"wake", "pause", "describe"} {
+		if r := run(t, adminKubeconfig, nil, "__complete", verb, "api", "-n", ns, ""); !strings.HasPrefix(r.out, "web\tRunning\n:4\n") {
+			t.Errorf("%s api <TAB> completes %q, want only web", verb, r.out)
+		}
+	}
+	if r := run(t, adminKubeconfig, nil, "__complete", "forecast", "api", "-n", ns, ""); strings.Contains(r.out, "web\t") {
+		t.Errorf("forecast takes one name but completes a second: %q", r.out)
+	}
 	if r := run(t, adminKubeconfig, nil, "__complete", "status", ""); strings.Contains(r.out, "api\t") {
 		t.Errorf("status takes no name but completes %q", r.out)
 	}

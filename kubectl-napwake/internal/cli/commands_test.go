@@ -308,9 +308,9 @@ func TestBadInputIsOneClearLine(t *testing.T) {
 		{"an unreachable cluster", unreachable, []string{"status"},
 			"cannot reach the Kubernetes API server at https://" + addr + " (connection refused): check that the cluster is up and that --context/--kubeconfig point at it"},
 		{"no name", adminKubeconfig, []string{"wake"},
-			"kubectl napwake wake needs exactly one ManagedWorkload name, e.g. kubectl napwake wake api -n preview-42 (got 0 arguments)"},
+			"kubectl napwake wake needs a ManagedWorkload name, several, or -l SELECTOR, e.g. kubectl napwake wake api -n preview-42"},
 		{"an unknown output format", adminKubeconfig, []string{"status", "-n", ns, "-o", "xml"},
-			`unable to match a printer suitable for the output format "xml"`},
+			`-o/--output "xml" is not a format this command prints: use one of wide, json, yaml,`},
 		{"an unknown flag", adminKubeconfig, []string{"status", "--colour"},
 			"unknown flag: --colour: see kubectl napwake status --help"},
 	} {

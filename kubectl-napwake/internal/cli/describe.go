@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -14,26 +15,77 @@ import (
 
 func newDescribeCommand(o *Options) *cobra.Command {
 	var out *outputFlags
+	var selector string
 	cmd := &cobra.Command{
-		Use:   "describe NAME",
-		Short: "Show one workload's clock, routes, why it is not routed, dependencies and recent events",
-		Args:  exactlyOneName,
+		Use:   "describe NAME...",
+		Short: "Show workloads' clock, routes, why they are not routed, dependencies and recent events",
+		Long: `Show each named ManagedWorkload (NAME, managedworkload/NAME or mw/NAME; or
+those -l picks, with -A in every namespace): its clock, routes, why it is not
+routed, what needs attention, dependencies, conditions and recent events.
+With several, each is shown in turn; one that cannot be read is reported and
+the others still shown.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.runDescribe(cmd.Context(), args[0], out)
+			t, err := parseTargets(cmd, args, selector, o.allNamespaces)
+			if err != nil {
+				return err
+			}
+			if err := out.check(); err != nil {
+				return err
+			}
+			return o.runDescribe(cmd.Context(), t, out)
 		},
 	}
 	out = addOutputFlags(cmd, false)
+	addSelectorFlag(cmd, &selector)
 	return cmd
 }
 
-func (o *Options) runDescribe(ctx context.Context, name string, out *outputFlags) error {
-	s, mw, err := o.getWorkload(ctx, name)
+func (o *Options) runDescribe(ctx context.Context, t targets, out *outputFlags) error {
+	s, err := o.connect()
+	if err != nil {
+		return err
+	}
+	keys, err := s.keys(ctx, t)
 	if err != nil {
 		return err
 	}
 	if !out.table() {
-		return out.printObject(o, mw)
+		// One object as itself; several as a list, as kubectl get prints them.
+		list := &napwakev1alpha1.ManagedWorkloadList{}
+		list.SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkloadList"))
+		err := o.eachKey("describe", keys, func(k client.ObjectKey) error {
+			mw, err := s.get(ctx, k)
+			if err == nil {
+				list.Items = append(list.Items, *mw)
+			}
+			return err
+		})
+		switch {
+		case len(keys) == 1 && err == nil:
+			return out.printObject(o, &list.Items[0])
+		case len(list.Items) > 0:
+			if perr := out.printObject(o, list); perr != nil {
+				return perr
+			}
+		}
+		return err
 	}
+	shown := 0
+	return o.eachKey("describe", keys, func(k client.ObjectKey) error {
+		mw, err := s.get(ctx, k)
+		if err != nil {
+			return err
+		}
+		if shown > 0 {
+			fmt.Fprintln(o.IO.Out)
+		}
+		shown++
+		return o.describeOne(ctx, s, mw)
+	})
+}
+
+// describeOne prints mw, its events and its dependencies.
+func (o *Options) describeOne(ctx context.Context, s *session, mw *napwakev1alpha1.ManagedWorkload) error {
 	events, err := s.eventsAbout(ctx, mw)
 	if err != nil {
 		if _, down := unreachable(err); down {
@@ -88,12 +140,23 @@ func (o *Options) getWorkload(ctx context.Context, name string) (*session, *napw
 	if err != nil {
 		return nil, nil, err
 	}
+	mw, err := s.get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, mw, nil
+}
+
+// get reads the ManagedWorkload key, with its kind set for printing.
+func (s *session) get(ctx context.Context, key client.ObjectKey) (*napwakev1alpha1.ManagedWorkload, error) {
 	mw := &napwakev1alpha1.ManagedWorkload{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, mw); err != nil {
-		return nil, nil, s.explain(ctx, err, s.read("getting ManagedWorkload "+name, name))
+	if err := s.c.Get(ctx, key, mw); err != nil {
+		req := s.read("getting ManagedWorkload "+key.Name, key.Name)
+		req.namespace = key.Namespace
+		return nil, s.explain(ctx, err, req)
 	}
 	mw.SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"))
-	return s, mw, nil
+	return mw, nil
 }
 
 // eventsAbout lists the events on mw and on its target workload.

@@ -22,12 +22,54 @@ import (
 
 // userError is an error worded for the person at the terminal: one line
 // saying what is wrong and what to do. main prints it as is.
-type userError struct{ msg string }
+type userError struct {
+	msg string
+	// down says the API server could not be reached at all: trying the
+	// next of several workloads would only fail again.
+	down bool
+}
 
 func (e *userError) Error() string { return e.msg }
 
 func userErrorf(format string, args ...any) error {
 	return &userError{msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// usageError is a mistake in the command line itself (an unknown flag, a
+// bad flag value, flags that do not go together, a missing name): found
+// before the cluster is contacted, and exit code 2, as for kubectl.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// Exit codes of kubectl-napwake, as docs/kubectl-plugin.md lists them.
+const (
+	// ExitOK: the command did what it was asked.
+	ExitOK = 0
+	// ExitFailed: the cluster refused or failed it, or (several names) any
+	// one of them failed.
+	ExitFailed = 1
+	// ExitUsage: the command line was wrong; nothing was asked of the cluster.
+	ExitUsage = 2
+)
+
+// ExitCode is the process's exit code after the command returned err.
+func ExitCode(err error) int {
+	var u *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u),
+		// cobra's own, untyped: a word that is no command.
+		strings.HasPrefix(err.Error(), "unknown command "):
+		return ExitUsage
+	default:
+		return ExitFailed
+	}
 }
 
 // oneLine folds whitespace so an error never spans lines.
@@ -84,9 +126,9 @@ func (s *session) explain(ctx context.Context, err error, req request) error {
 	if why, ok := unreachable(err); ok {
 		if s.cfg.Host == clientcmd.ClusterDefaults.Server {
 			// client-go's fallback when it found no kubeconfig at all.
-			return userErrorf("cannot reach the Kubernetes API server at %s (%s), the address used when no kubeconfig is found: set KUBECONFIG or pass --kubeconfig", s.cfg.Host, why)
+			return &userError{msg: oneLine(fmt.Sprintf("cannot reach the Kubernetes API server at %s (%s), the address used when no kubeconfig is found: set KUBECONFIG or pass --kubeconfig", s.cfg.Host, why)), down: true}
 		}
-		return userErrorf("cannot reach the Kubernetes API server at %s (%s): check that the cluster is up and that --context/--kubeconfig point at it", s.cfg.Host, why)
+		return &userError{msg: oneLine(fmt.Sprintf("cannot reach the Kubernetes API server at %s (%s): check that the cluster is up and that --context/--kubeconfig point at it", s.cfg.Host, why)), down: true}
 	}
 	switch {
 	case apierrors.IsUnauthorized(err):

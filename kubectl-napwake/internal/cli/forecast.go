@@ -24,9 +24,16 @@ learned. -o json prints the same as an object.`,
 		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "" && format != "json" {
-				return userErrorf("--output %q is not supported: use json, or leave it out for the grid", format)
+				return usageErrorf("--output %q is not supported: use json, or leave it out for the grid", format)
 			}
-			_, mw, err := o.getWorkload(cmd.Context(), args[0])
+			if o.allNamespaces {
+				return usageErrorf("-A/--all-namespaces does not go with a NAME: pass -n NAMESPACE")
+			}
+			name, err := parseName(args[0])
+			if err != nil {
+				return err
+			}
+			_, mw, err := o.getWorkload(cmd.Context(), name)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ pods are not Ready in time is named but not a failure: it is scaled back.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {
-				return userErrorf("--timeout must be more than 0s, got %s", timeout)
+				return usageErrorf("--timeout must be more than 0s, got %s", timeout)
 			}
 			s, err := o.connect()
 			if err != nil {

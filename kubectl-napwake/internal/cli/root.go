@@ -10,9 +10,9 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +37,8 @@ type Options struct {
 	IsTerminal func(w io.Writer) bool
 
 	allNamespaces bool
+	// noHeaders is --no-headers, for the commands that print a table.
+	noHeaders bool
 }
 
 // NewOptions returns Options for a real run on the process's streams.
@@ -80,10 +82,16 @@ operator watches, whatever their wake mode says.`,
 		},
 	}
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Every namespace (status and savings).")
+	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Every namespace: for status, savings and restore, and with -l for wake, pause and describe.")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w: see %s --help", err, c.CommandPath())
+		return usageErrorf("%v: see %s --help", err, c.CommandPath())
 	})
+	// Flags every command shares are checked before any command contacts
+	// the cluster; each command checks its own the same way.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return o.checkConfigFlags() }
+	if err := root.RegisterFlagCompletionFunc("namespace", o.completeNamespaces); err != nil {
+		panic(err) // a programming error: the flag is kubectl's and always there
+	}
 	root.AddCommand(
 		newStatusCommand(o),
 		newActCommand(o, wakeAction),
@@ -97,17 +105,34 @@ operator watches, whatever their wake mode says.`,
 	// Every command that takes a ManagedWorkload's name completes it; cobra's
 	// own `completion bash|zsh|fish|powershell` prints the shell's script.
 	for _, c := range root.Commands() {
-		if strings.HasSuffix(c.Use, " NAME") {
+		if strings.HasSuffix(c.Use, " NAME") || strings.HasSuffix(c.Use, " NAME...") {
 			c.ValidArgsFunction = o.completeNames
 		}
 	}
 	return root
 }
 
+// checkConfigFlags refuses a kubeconfig flag whose value client-go would
+// only refuse once a command connects.
+func (o *Options) checkConfigFlags() error {
+	if v := o.ConfigFlags.Timeout; v != nil && *v != "" && *v != "0" {
+		// client-go's reading: whole seconds, or a duration with its unit.
+		if _, err := strconv.Atoi(*v); err != nil {
+			d, err := time.ParseDuration(*v)
+			if err != nil || d < 0 {
+				return usageErrorf("--request-timeout %q is not a duration such as 30s or 2m (0: no limit)", *v)
+			}
+		} else if strings.HasPrefix(*v, "-") {
+			return usageErrorf("--request-timeout %q is not a duration such as 30s or 2m (0: no limit)", *v)
+		}
+	}
+	return nil
+}
+
 // exactlyOneName is cobra.ExactArgs(1) with a message that says what to type.
 func exactlyOneName(c *cobra.Command, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("%s needs exactly one ManagedWorkload name, e.g. %s api -n preview-42 (got %d arguments)", c.CommandPath(), c.CommandPath(), len(args))
+		return usageErrorf("%s needs exactly one ManagedWorkload name, e.g. %s api -n preview-42 (got %d arguments)", c.CommandPath(), c.CommandPath(), len(args))
 	}
 	return nil
 }

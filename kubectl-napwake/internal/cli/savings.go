@@ -29,17 +29,18 @@ only, and the table says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format != "" && format != "json" {
-				return userErrorf("--output %q is not supported: use json, or leave it out for a table", format)
+				return usageErrorf("--output %q is not supported: use json, or leave it out for a table", format)
 			}
 			return o.runSavings(cmd.Context(), format)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "", "Output format: json, or a table when unset.")
+	addNoHeadersFlag(cmd, o)
 	return cmd
 }
 
 func (o *Options) runSavings(ctx context.Context, format string) error {
-	s, _, list, err := o.listWorkloads(ctx)
+	s, _, list, err := o.listWorkloads(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ func restMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot) // -n completion
 	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 	m.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
@@ -59,6 +60,9 @@ type session struct {
 	c         client.WithWatch
 	// clock is the API server's time, from its answers.
 	clock *serverClock
+	// skewNoted is set once the clocks' difference was mentioned, so
+	// acting on several workloads says it once.
+	skewNoted bool
 }
 
 // connect builds a client from the kubeconfig flags.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,10 @@ import (
 // mean the plugin's own table.
 type outputFlags struct {
 	print *genericclioptions.PrintFlags
+	// formats are those -o takes, for its help and its error.
+	formats []string
+	// wide says -o wide is the plugin's wider table.
+	wide bool
 }
 
 func addOutputFlags(cmd *cobra.Command, wide bool) *outputFlags {
@@ -28,13 +33,28 @@ func addOutputFlags(cmd *cobra.Command, wide bool) *outputFlags {
 		formats = append([]string{"wide"}, formats...)
 	}
 	cmd.Flags().Lookup("output").Usage = "Output format. One of: (" + strings.Join(formats, ", ") + "). Default: a table."
+	f.formats, f.wide = formats, wide
 	return f
 }
 
 func (f *outputFlags) format() string { return *f.print.OutputFormat }
 
 // table is true when the plugin prints its own text rather than an object.
-func (f *outputFlags) table() bool { return f.format() == "" || f.format() == "wide" }
+func (f *outputFlags) table() bool { return f.format() == "" || f.wide && f.format() == "wide" }
+
+// check refuses an unknown -o before the cluster is contacted.
+func (f *outputFlags) check() error {
+	if f.table() {
+		return nil
+	}
+	if _, err := f.print.ToPrinter(); err != nil {
+		if genericclioptions.IsNoCompatiblePrinterError(err) {
+			return usageErrorf("-o/--output %q is not a format %s prints: use one of %s", f.format(), "this command", strings.Join(f.formats, ", "))
+		}
+		return usageErrorf("-o/--output %s: %v", f.format(), err)
+	}
+	return nil
+}
 
 // printObject prints obj with the printer -o named.
 func (f *outputFlags) printObject(o *Options, obj runtime.Object) error {
@@ -47,6 +67,7 @@ func (f *outputFlags) printObject(o *Options, obj runtime.Object) error {
 
 func (o *Options) renderOptions(wide bool) render.Options {
 	return render.Options{
+		NoHeaders:     o.noHeaders,
 		Now:           o.Clock.Now(),
 		Color:         o.IsTerminal(o.IO.Out),
 		Wide:          wide,
@@ -56,50 +77,107 @@ func (o *Options) renderOptions(wide bool) render.Options {
 
 func newStatusCommand(o *Options) *cobra.Command {
 	var out *outputFlags
+	var selector string
+	var watch bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "List managed workloads: phase, idle or paused for, last woken by; what needs attention",
-		Long: `List every ManagedWorkload in the namespace (-A: in every namespace) with its
-phase, target, the replicas a wake restores, how long it has been idle or
-paused, what last woke it and when it last resumed. Then: the workloads that
-need attention (routing problems, including those kept from the last pause,
-and InvalidSetting events), those that turned requests away this pause, and
-the replica-hours paused so far.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.runStatus(cmd.Context(), out)
+		Long: `List every ManagedWorkload in the namespace (-A: in every namespace; -l: those
+the selector picks) with its phase, target, the replicas a wake restores, how
+long it has been idle or paused, what last woke it and when it last resumed.
+Then: the workloads that need attention (routing problems, including those
+kept from the last pause, and InvalidSetting events), those that turned
+requests away this pause, and the replica-hours paused so far.
+
+--no-headers prints the table's rows alone, for scripts. -w/--watch prints it
+again each time a ManagedWorkload in scope changes, until interrupted.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("%s takes no NAME (got %q): use -l SELECTOR to pick workloads, or describe NAME", cmd.CommandPath(), args[0])
+			}
+			if err := out.check(); err != nil {
+				return err
+			}
+			sel, err := parseSelector(selector)
+			if err != nil {
+				return err
+			}
+			if !watch {
+				return o.runStatus(cmd.Context(), out, sel)
+			}
+			return o.watchStatus(cmd.Context(), out, sel)
 		},
 	}
 	out = addOutputFlags(cmd, true)
+	addSelectorFlag(cmd, &selector)
+	addNoHeadersFlag(cmd, o)
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "After printing, print again each time a ManagedWorkload in scope changes, until interrupted.")
 	return cmd
 }
 
+// addNoHeadersFlag adds --no-headers, for the commands that print a table.
+func addNoHeadersFlag(cmd *cobra.Command, o *Options) {
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "Print the table's rows only: no header line, and nothing below the table.")
+}
+
+// parseSelector reads -l; "" selects everything.
+func parseSelector(selector string) (labels.Selector, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, usageErrorf("-l/--selector %q: %v", selector, err)
+	}
+	return sel, nil
+}
+
 // listWorkloads connects and lists the ManagedWorkloads in scope: the
-// namespace, or every namespace with -A.
-func (o *Options) listWorkloads(ctx context.Context) (*session, []client.ListOption, *napwakev1alpha1.ManagedWorkloadList, error) {
+// namespace, or every namespace with -A, that sel matches (nil: all).
+func (o *Options) listWorkloads(ctx context.Context, sel labels.Selector) (*session, []client.ListOption, *napwakev1alpha1.ManagedWorkloadList, error) {
 	s, err := o.connect()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var scope []client.ListOption
+	scope, list, err := o.list(ctx, s, sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, scope, list, nil
+}
+
+// scope is where listWorkloads looks: the namespace unless -A.
+func (o *Options) scope(s *session) []client.ListOption {
+	if o.allNamespaces {
+		return nil
+	}
+	return []client.ListOption{client.InNamespace(s.namespace)}
+}
+
+func (o *Options) list(ctx context.Context, s *session, sel labels.Selector) ([]client.ListOption, *napwakev1alpha1.ManagedWorkloadList, error) {
+	scope := o.scope(s)
 	req := s.read("listing ManagedWorkloads", "")
 	if o.allNamespaces {
 		req.namespace = ""
-	} else {
-		scope = append(scope, client.InNamespace(s.namespace))
+	}
+	opts := scope
+	if sel != nil && !sel.Empty() {
+		opts = append(append([]client.ListOption{}, scope...), client.MatchingLabelsSelector{Selector: sel})
 	}
 	var list napwakev1alpha1.ManagedWorkloadList
-	if err := s.c.List(ctx, &list, scope...); err != nil {
-		return nil, nil, nil, s.explain(ctx, err, req)
+	if err := s.c.List(ctx, &list, opts...); err != nil {
+		return nil, nil, s.explain(ctx, err, req)
 	}
-	return s, scope, &list, nil
+	return scope, &list, nil
 }
 
-func (o *Options) runStatus(ctx context.Context, out *outputFlags) error {
-	s, scope, list, err := o.listWorkloads(ctx)
+func (o *Options) runStatus(ctx context.Context, out *outputFlags, sel labels.Selector) error {
+	s, scope, list, err := o.listWorkloads(ctx, sel)
 	if err != nil {
 		return err
 	}
+	return o.printStatus(ctx, out, s, scope, list)
+}
+
+// printStatus prints list as -o asks: the plugin's table, or the objects.
+func (o *Options) printStatus(ctx context.Context, out *outputFlags, s *session, scope []client.ListOption, list *napwakev1alpha1.ManagedWorkloadList) error {
 	if !out.table() {
 		for i := range list.Items {
 			list.Items[i].SetGroupVersionKind(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"))

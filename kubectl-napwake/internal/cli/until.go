@@ -30,11 +30,11 @@ func parseUntil(v string, now time.Time, loc *time.Location) (time.Time, error) 
 	var t time.Time
 	switch {
 	case v == "":
-		return time.Time{}, userErrorf(`--until is empty: give a duration ("2h"), a time of day ("18:00") or an RFC 3339 time`)
+		return time.Time{}, usageErrorf(`--until is empty: give a duration ("2h"), a time of day ("18:00") or an RFC 3339 time`)
 	case strings.Contains(v, "T"):
 		parsed, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			return time.Time{}, userErrorf("--until %q is not an RFC 3339 time such as 2026-10-23T18:00:00Z", v)
+			return time.Time{}, usageErrorf("--until %q is not an RFC 3339 time such as 2026-10-23T18:00:00Z", v)
 		}
 		t = parsed
 	case strings.Contains(v, ":"):
@@ -46,17 +46,31 @@ func parseUntil(v string, now time.Time, loc *time.Location) (time.Time, error) 
 	default:
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return time.Time{}, userErrorf(`--until %q is neither a duration ("2h", "90m"), a time of day ("18:00") nor an RFC 3339 time`, v)
+			return time.Time{}, usageErrorf(`--until %q is neither a duration ("2h", "90m"), a time of day ("18:00") nor an RFC 3339 time`, v)
 		}
 		t = now.Add(d)
 	}
 	switch {
 	case !t.After(now):
-		return time.Time{}, userErrorf("--until %q is not in the future (the cluster's time is %s)", v, now.UTC().Format(time.RFC3339))
+		return time.Time{}, usageErrorf("--until %q is not in the future (the cluster's time is %s)", v, now.UTC().Format(time.RFC3339))
 	case t.Sub(now) > maxUntil:
-		return time.Time{}, userErrorf("--until %q is more than 31 days ahead", v)
+		return time.Time{}, usageErrorf("--until %q is more than 31 days ahead", v)
 	}
 	return t.UTC().Truncate(time.Second), nil
+}
+
+// checkUntil refuses, before the cluster is contacted, an --until that no
+// clock and no time zone could make right: everything parseUntil checks
+// except whether an RFC 3339 time is ahead, which needs the cluster's clock.
+func checkUntil(v string) error {
+	if t := strings.TrimSpace(v); strings.Contains(t, "T") {
+		if _, err := time.Parse(time.RFC3339, t); err != nil {
+			return usageErrorf("--until %q is not an RFC 3339 time such as 2026-10-23T18:00:00Z", v)
+		}
+		return nil
+	}
+	_, err := parseUntil(v, time.Unix(0, 0), time.UTC)
+	return err
 }
 
 // timeOfDay is the next "HH:MM" on loc's wall clock after now.
@@ -65,7 +79,7 @@ func timeOfDay(v string, now time.Time, loc *time.Location) (time.Time, error) {
 	hour, herr := strconv.Atoi(h)
 	minute, merr := strconv.Atoi(m)
 	if herr != nil || merr != nil || !digits(h) || !digits(m) || len(h) > 2 || len(m) != 2 || hour > 23 || minute > 59 {
-		return time.Time{}, userErrorf("--until %q is not a time of day from 00:00 to 23:59", v)
+		return time.Time{}, usageErrorf("--until %q is not a time of day from 00:00 to 23:59", v)
 	}
 	local := now.In(loc)
 	for day := 0; day < 3; day++ { // tomorrow's, or the day after's when a DST jump skips it

@@ -128,4 +128,40 @@ func TestPauseAndWakeUntilWriteTheOverrides(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), `--until "tonight" is neither a duration`) {
 		t.Errorf("error %v for --until tonight, want one naming the forms", r.err)
 	}
+	// Whether an RFC 3339 time is past takes the cluster's clock: found
+	// after asking it, so a failure (1), not a usage error (2).
+	r = run(t, adminKubeconfig, nil, "wake", "api", "-n", ns, "--until", "2020-01-01T00:00:00Z")
+	assertOneLine(t, r, `--until "2020-01-01T00:00:00Z" is not in the future (the cluster's time is `)
+	if code := ExitCode(r.err); code != ExitFailed {
+		t.Errorf("exit code %d for an --until in the past, want %d", code, ExitFailed)
+	}
+}
+
+// FuzzCheckUntil: what checkUntil lets through before connecting must never
+// be refused after, at any moment in any zone, but for an RFC 3339 time,
+// whose range takes the cluster's clock; and every refusal is a usage error.
+func FuzzCheckUntil(f *testing.F) {
+	for _, s := range []string{"2h", "18:00", "9:15", "24:00", "2026-10-24T08:00:00+02:00", "", "-1h", "744h", "745h", "1:1", "T", " 07:30 "} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 3, 29, 0, 30, 0, 0, time.UTC) // the night Berlin skips 02:00-03:00
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		err := checkUntil(v)
+		if err != nil {
+			if ExitCode(err) != ExitUsage {
+				t.Fatalf("checkUntil(%q) = %v, not a usage error", v, err)
+			}
+			return
+		}
+		if strings.Contains(v, "T") {
+			return
+		}
+		if _, err := parseUntil(v, now, berlin); err != nil {
+			t.Fatalf("checkUntil(%q) passed but parseUntil refused it after connecting: %v", v, err)
+		}
+	})
 }

@@ -33,6 +33,9 @@ func newVersionCommand(o *Options) *cobra.Command {
 		Short: "Print the plugin's version and, when the cluster is reachable, the operator's",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "" && format != "json" && format != "yaml" {
+				return usageErrorf("unknown output format %q for version: use -o json or -o yaml", format)
+			}
 			r := render.VersionReport{Plugin: pluginVersion(), Operator: o.operatorVersion(cmd.Context())}
 			switch format {
 			case "":
@@ -53,7 +56,7 @@ func newVersionCommand(o *Options) *cobra.Command {
 				_, err = o.IO.Out.Write(b)
 				return err
 			default:
-				return userErrorf("unknown output format %q for version: use -o json or -o yaml", format)
+				return usageErrorf("unknown output format %q for version: use -o json or -o yaml", format)
 			}
 		},
 	}

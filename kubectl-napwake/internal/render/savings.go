@@ -111,6 +111,9 @@ func earliest(cur *time.Time, t time.Time) *time.Time {
 // saved first, and the total.
 func Savings(w io.Writer, rows []SavingsRow, o Options) {
 	if len(rows) == 0 {
+		if o.NoHeaders {
+			return
+		}
 		fmt.Fprintln(w, "No ManagedWorkloads found: nothing paused, nothing saved yet.")
 		return
 	}
@@ -133,8 +136,11 @@ func Savings(w io.Writer, rows []SavingsRow, o Options) {
 		t.add(txt("total"), txt(strconv.Itoa(total.Workloads)), txt(strconv.FormatInt(total.Pauses, 10)), txt(hoursCell(total.ReplicaHours)),
 			txt(hoursCell(total.CPUCoreHours)), txt(hoursCell(total.MemoryGiBHours)), txt(sinceCell(o.Now, total.Since)))
 	}
+	if o.NoHeaders {
+		t.rows = t.rows[1:]
+	}
 	t.write(w, o)
-	if unknown > 0 {
+	if unknown > 0 && !o.NoHeaders {
 		fmt.Fprintf(w, "CPU and memory leave out %s whose Deployment or StatefulSet could not be read.\n", plural(int64(unknown), "workload"))
 	}
 }

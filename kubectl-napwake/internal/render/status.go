@@ -134,6 +134,9 @@ func ReplicaHoursPaused(mws []napwakev1alpha1.ManagedWorkload, now time.Time) (h
 // empty message; it is ignored with AllNamespaces.
 func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.Event, namespace string, o Options) {
 	if len(mws) == 0 {
+		if o.NoHeaders {
+			return
+		}
 		if o.AllNamespaces {
 			fmt.Fprintln(w, "No ManagedWorkloads found.")
 		} else {
@@ -158,7 +161,13 @@ func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.
 	for _, i := range order {
 		t.add(statusRow(&mws[i], depth[i], o)...)
 	}
+	if o.NoHeaders {
+		t.rows = t.rows[1:]
+	}
 	t.write(w, o)
+	if o.NoHeaders {
+		return
+	}
 
 	var attention table
 	attention.indent = "  "

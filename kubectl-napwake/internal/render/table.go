@@ -21,6 +21,9 @@ type Options struct {
 	Wide bool
 	// AllNamespaces shows a NAMESPACE column and namespaced names.
 	AllNamespaces bool
+	// NoHeaders leaves out a table's header line and, in status, everything
+	// printed below the table: the rows alone, for scripts.
+	NoHeaders bool
 }
 
 // colour is an ANSI SGR code; zero means none.
