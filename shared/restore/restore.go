@@ -60,6 +60,8 @@ type Outcome struct {
 	ManagedWorkload types.NamespacedName
 	// Target is "Deployment/api".
 	Target string
+	// ref is the target, read again while waiting for its pods.
+	ref napwakev1alpha1.TargetRef
 	// Paused says a pause was in force: paused, pausing or waking.
 	Paused bool
 	// From and To are the replicas before and after; equal when the
@@ -208,7 +210,7 @@ func stopOperator(ctx context.Context, c client.Client, key types.NamespacedName
 		return fmt.Errorf("reading the operator's Deployment %s: %w; nothing was restored: once the API server answers, run `kubectl napwake restore -A`", key, err)
 	}
 	say("Stopping the operator %s, so that it pauses nothing again", key)
-	if _, err := setReplicas(ctx, c, &d, 0); err != nil {
+	if err := setReplicas(ctx, c, &d, 0); err != nil {
 		return fmt.Errorf("scaling the operator %s to 0: %w", key, err)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
@@ -244,7 +246,7 @@ func targetObject(ref napwakev1alpha1.TargetRef) (client.Object, error) {
 // scaleBack scales mw's target to what its pause saved, if it is below.
 func scaleBack(ctx context.Context, c client.Client, mw *napwakev1alpha1.ManagedWorkload) Outcome {
 	ref := mw.Spec.TargetRef
-	out := Outcome{ManagedWorkload: client.ObjectKeyFromObject(mw), Target: string(ref.Kind) + "/" + ref.Name}
+	out := Outcome{ManagedWorkload: client.ObjectKeyFromObject(mw), Target: string(ref.Kind) + "/" + ref.Name, ref: ref}
 	obj, err := targetObject(ref)
 	if err != nil {
 		out.Err = err
@@ -268,16 +270,18 @@ func scaleBack(ctx context.Context, c client.Client, mw *napwakev1alpha1.Managed
 	if !needed {
 		return out
 	}
-	if out.To, err = setReplicas(ctx, c, obj, want); err != nil {
+	if err := setReplicas(ctx, c, obj, want); err != nil {
 		out.Err = fmt.Errorf("scaling it to its saved %d replicas: %w", want, err)
+		return out
 	}
+	out.To = want
 	return out
 }
 
 // setReplicas writes replicas through obj's scale subresource, reading it
-// again on a conflict, and returns what was written.
-func setReplicas(ctx context.Context, c client.Client, obj client.Object, replicas int32) (int32, error) {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+// again on a conflict.
+func setReplicas(ctx context.Context, c client.Client, obj client.Object, replicas int32) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		scale := &autoscalingv1.Scale{}
 		if err := c.SubResource("scale").Get(ctx, obj, scale); err != nil {
 			return err
@@ -285,10 +289,6 @@ func setReplicas(ctx context.Context, c client.Client, obj client.Object, replic
 		scale.Spec.Replicas = replicas
 		return c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(scale))
 	})
-	if err != nil {
-		return 0, err
-	}
-	return replicas, nil
 }
 
 // waitReady waits, up to o.ReadyTimeout for all of them at once, for a
@@ -311,14 +311,12 @@ func waitReady(ctx context.Context, c client.Client, r *Report, o Options, say f
 	_ = wait.PollUntilContextTimeout(ctx, o.Poll, o.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		for _, i := range pending() {
 			out := &r.Outcomes[i]
-			mw := r.Outcomes[i].ManagedWorkload
-			ref := napwakev1alpha1.TargetRef{}
-			ref.Kind, ref.Name = kindAndName(out.Target)
-			obj, err := targetObject(ref)
+			mw := out.ManagedWorkload
+			obj, err := targetObject(out.ref)
 			if err != nil {
 				continue
 			}
-			if err := c.Get(ctx, types.NamespacedName{Namespace: mw.Namespace, Name: ref.Name}, obj); err != nil {
+			if err := c.Get(ctx, types.NamespacedName{Namespace: mw.Namespace, Name: out.ref.Name}, obj); err != nil {
 				continue
 			}
 			out.Ready = readyReplicas(obj)
@@ -328,15 +326,6 @@ func waitReady(ctx context.Context, c client.Client, r *Report, o Options, say f
 		}
 		return len(pending()) == 0, nil
 	})
-}
-
-func kindAndName(target string) (napwakev1alpha1.TargetKind, string) {
-	for i := range target {
-		if target[i] == '/' {
-			return napwakev1alpha1.TargetKind(target[:i]), target[i+1:]
-		}
-	}
-	return "", target
 }
 
 func readyReplicas(obj client.Object) int32 {
