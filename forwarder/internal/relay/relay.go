@@ -295,10 +295,15 @@ func closeWhenIdle(a, b net.Conn, idle time.Duration) (stop func()) {
 	defer mu.Unlock()
 	t = time.AfterFunc(check, func() {
 		if idleFor(ta) >= idle && idleFor(tb) >= idle {
-			for _, c := range []*net.TCPConn{ta, tb} {
-				_ = c.CloseRead()
-				_ = c.CloseWrite()
-			}
+			// Both write sides first: a peer answering the FIN it is
+			// sent (an echo, an HTTP server flushing a reply) must not
+			// reach the other end, which is being told the connection
+			// is over. Shutting one end's read first let such an answer
+			// through before the other end's FIN.
+			_ = ta.CloseWrite()
+			_ = tb.CloseWrite()
+			_ = ta.CloseRead()
+			_ = tb.CloseRead()
 			return
 		}
 		mu.Lock()
