@@ -132,9 +132,11 @@ krew-manifest: ## Write plugins/napwake.yaml (krew) with the archives' sha256 su
 ##@ Generated files and checks
 
 .PHONY: generate
-generate: ## Regenerate deepcopy and the CRD from apis/ (controller-gen through go tool) into config/crd/, then the chart's CRD template, install.yaml, Kustomize and the chart README from them.
+generate: ## Regenerate deepcopy and the CRD from apis/ (controller-gen through go tool) into config/crd/, then the chart's CRD template, install.yaml, Kustomize and the chart README from them, and the API and flags references in docs/reference/.
 	cd apis && $(TOOL) controller-gen object paths=$(ROOT)/apis/... crd:crdVersions=v1 output:crd:artifacts:config=$(ROOT)/config/crd
 	@if [ -x $(ROOT)/hack/chart/generate.sh ]; then $(ROOT)/hack/chart/generate.sh; fi
+	@GOWORK=off $(GO) -C $(ROOT)/hack/chart run ./apiref -crds $(ROOT)/config/crd -out $(ROOT)/docs/reference/api.md
+	@$(ROOT)/hack/docs/flags.sh $(ROOT)/docs/reference/flags.md
 
 .PHONY: verify
 verify: lint ## Fail when generated files are stale, a component imports another, or a package doc names what does not exist.

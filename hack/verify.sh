@@ -8,13 +8,13 @@ make --no-print-directory generate >/dev/null
 for v in hack/chart/verify.sh; do
   if [ -x "$v" ]; then "$v"; fi
 done
-if ! git diff --quiet -- apis config charts deploy; then
+if ! git diff --quiet -- apis config charts deploy docs/reference; then
   echo "generated files are stale; run 'make generate' and commit:"
-  git diff --stat -- apis config charts deploy
+  git diff --stat -- apis config charts deploy docs/reference
   exit 1
 fi
-if [ -n "$(git ls-files --others --exclude-standard -- apis config charts deploy)" ]; then
-  echo "generated files are not committed:"; git ls-files --others --exclude-standard -- apis config charts deploy
+if [ -n "$(git ls-files --others --exclude-standard -- apis config charts deploy docs/reference)" ]; then
+  echo "generated files are not committed:"; git ls-files --others --exclude-standard -- apis config charts deploy docs/reference
   exit 1
 fi
 echo "generated files: up to date"
