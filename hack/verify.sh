@@ -34,3 +34,6 @@ mods=()
 for m in $(awk '/^use \(/{u=1;next} u&&/^\)/{u=0} u{print $1}' go.work); do mods+=("$PWD/${m#./}"); done
 GOWORK=off go -C hack/tools run ./pkgdoc "${mods[@]}"
 echo "package docs: every name exists"
+# Every relative link in the Markdown pages leads to a file and heading that exist.
+GOWORK=off go -C hack/tools run ./doclinks "$PWD"
+echo "doc links: every relative link leads somewhere"
