@@ -29,6 +29,11 @@ upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
 "$root/bin/imagebuild" --binary "$root/bin/doorman" --image "napwake.local/napwake-doorman:$upgrade_tag" \
   --out "$out/images/doorman-upgrade.tar.e2e" >/dev/null
 "$here/testbed/cluster.sh" load-image "$out/images/doorman-upgrade.tar.e2e"
+# The upgrade-from-the-previous-release scenario installs that release's
+# own chart and images (e2e/cluster/upgrade_test.go).
+previous=$("$here/previous-release.sh")
+"$here/testbed/cluster.sh" load-image "$previous"/_out/images/napwake-operator.tar "$previous"/_out/images/napwake-doorman.tar
+export NAPWAKE_E2E_PREVIOUS_RELEASE="$previous"
 # The activity-query scenario runs a stand-in Prometheus as Service
 # prometheus in this namespace; the operator is installed calling it by name.
 export NAPWAKE_E2E_PROMETHEUS_NAMESPACE=napwake-e2e-prometheus
