@@ -31,9 +31,16 @@ upgrade_tag="$(cat doorman/VERSION)-e2e-upgrade"
 "$here/testbed/cluster.sh" load-image "$out/images/doorman-upgrade.tar.e2e"
 # The upgrade-from-the-previous-release scenario installs that release's
 # own chart and images (e2e/cluster/upgrade_test.go).
-previous=$("$here/previous-release.sh")
-"$here/testbed/cluster.sh" load-image "$previous"/_out/images/napwake-operator.tar "$previous"/_out/images/napwake-doorman.tar
-export NAPWAKE_E2E_PREVIOUS_RELEASE="$previous"
+# A clone without that commit (a shallow one) skips that one scenario,
+# saying why, rather than failing the suite.
+if previous=$("$here/previous-release.sh"); then
+  "$here/testbed/cluster.sh" load-image "$previous"/_out/images/napwake-operator.tar "$previous"/_out/images/napwake-doorman.tar
+  export NAPWAKE_E2E_PREVIOUS_RELEASE="$previous"
+elif [ $? -eq 3 ]; then
+  step "WARNING: the upgrade-from-the-previous-release scenario will be skipped: this clone lacks the commit hack/previous-release names"
+else
+  exit 1
+fi
 # The activity-query scenario runs a stand-in Prometheus as Service
 # prometheus in this namespace; the operator is installed calling it by name.
 export NAPWAKE_E2E_PROMETHEUS_NAMESPACE=napwake-e2e-prometheus

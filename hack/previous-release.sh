@@ -6,6 +6,8 @@
 # directory holding its source (charts/napwake) and _out/images/*.tar.
 #
 #   hack/previous-release.sh      build if needed, print the directory
+#
+# Exits 3 when the clone lacks the commit (a shallow clone).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -19,7 +21,7 @@ if [ -f "$dir/.built" ]; then
 fi
 if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
   echo "the previous release's commit $commit (hack/previous-release) is not in this clone: clone with full history (not --depth), or move hack/previous-release to a commit it has" >&2
-  exit 1
+  exit 3
 fi
 step "Building the previous release ($short) for the upgrade scenario, once: its source, binaries and images into $dir" >&2
 rm -rf "$dir"

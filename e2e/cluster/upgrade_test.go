@@ -45,7 +45,9 @@ const previousImage = "napwake.previous/napwake-"
 // tree's schema. The suite's own install is put back at the end.
 func scenarioUpgradeFromThePreviousRelease(ctx context.Context, ns string) {
 	previous := os.Getenv("NAPWAKE_E2E_PREVIOUS_RELEASE")
-	Expect(previous).NotTo(BeEmpty(), "hack/e2e.sh builds the previous release (hack/previous-release.sh) and sets NAPWAKE_E2E_PREVIOUS_RELEASE")
+	if previous == "" {
+		Skip("no previous release to upgrade from: hack/e2e.sh builds it (hack/previous-release.sh) when the clone has the commit hack/previous-release names, and said above why it did not")
+	}
 	install := os.Getenv("NAPWAKE_E2E_INSTALL")
 	Expect(install).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_INSTALL")
 	DeferCleanup(func(ctx context.Context) {
