@@ -8,6 +8,7 @@
 #   deploy/kustomize/          the same objects, one file per chart template,
 #                              and a kustomization.yaml listing them
 #   charts/napwake/README.md   from the comments in values.yaml
+#   charts/napwake/values.schema.json  from the same comments (their # @schema parts)
 # Usage: hack/chart/render.sh            write them
 #        hack/chart/render.sh --verify   fail if the checked-in ones differ
 set -euo pipefail

@@ -1,5 +1,6 @@
-// Command readme writes the Napwake chart's README.md from the comments in its
-// values.yaml, and with -check says whether the README is up to date.
+// Command readme writes the Napwake chart's README.md and values.schema.json
+// from the comments in its values.yaml (schema.go says how a comment gives a
+// key's schema), and with -check says whether both are up to date.
 //
 // A key is documented by a comment block right above it whose first line
 // starts with "# --". Every leaf value (a scalar, a list, or a map without
@@ -32,7 +33,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("readme", flag.ContinueOnError)
 	chart := fs.String("chart", "charts/napwake", "the chart's directory")
-	check := fs.Bool("check", false, "do not write: fail if README.md is not what the values' comments make")
+	check := fs.Bool("check", false, "do not write: fail if README.md or values.schema.json is not what the values' comments make")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,23 +41,32 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading values: %w", err)
 	}
-	want, err := Render(values)
+	readme, err := Render(values)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(*chart, "README.md")
-	if *check {
-		have, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		if !bytes.Equal(have, want) {
-			return fmt.Errorf("%s is out of date with values.yaml: run hack/chart/render.sh", path)
-		}
-		return nil
+	schema, err := Schema(values)
+	if err != nil {
+		return err
 	}
-	if err := os.WriteFile(path, want, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	for _, out := range []struct {
+		name string
+		want []byte
+	}{{"README.md", readme}, {"values.schema.json", schema}} {
+		path := filepath.Join(*chart, out.name)
+		if *check {
+			have, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			if !bytes.Equal(have, out.want) {
+				return fmt.Errorf("%s is out of date with values.yaml: run hack/chart/render.sh", path)
+			}
+			continue
+		}
+		if err := os.WriteFile(path, out.want, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
 	}
 	return nil
 }
@@ -130,6 +140,9 @@ func description(head string) (string, bool) {
 	block := strings.TrimSpace(blocks[len(blocks)-1])
 	if !strings.HasPrefix(block, docMarker) {
 		return "", false
+	}
+	if at := strings.Index(block, schemaMarker); at >= 0 {
+		block = block[:at] // the key's schema, not its description
 	}
 	var words []string
 	for _, line := range strings.Split(block, "\n") {
