@@ -302,3 +302,27 @@ func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) issued 
 		keyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})),
 	}
 }
+
+// follow_redirects: false is honoured (the API client would follow), and a
+// Client from New gives up after Timeout.
+func TestRedirectsFollowTheHTTPConfig(t *testing.T) {
+	s := &seen{}
+	target := httptest.NewServer(prometheusWanting(s, func(*http.Request) bool { return true }))
+	defer target.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"follow.yaml": "follow_redirects: true\n", "stay.yaml": "follow_redirects: false\n"})
+
+	c := clientFrom(t, redirect.URL, filepath.Join(dir, "follow.yaml"))
+	if c.HTTP == nil || c.HTTP.Timeout != Timeout {
+		t.Fatalf("client %+v, want one with the %v timeout", c.HTTP, Timeout)
+	}
+	wantActive(t, c)
+	active, err := clientFrom(t, redirect.URL, filepath.Join(dir, "stay.yaml")).Active(context.Background(), "sum(queue_length)")
+	if active || err == nil || !strings.Contains(err.Error(), "307") {
+		t.Fatalf("Active = %v, %v; want false and an error naming the 307", active, err)
+	}
+}
