@@ -138,6 +138,7 @@ func TestOperatorDeploymentFollowsTheContract(t *testing.T) {
 		wantFlag(t, c, flag, want)
 	}
 	wantNoFlag(t, c, "prometheus-url")
+	wantNoFlag(t, c, "prometheus-http-config")
 	if len(c.Env) != 2 || c.Env[0].Name != "POD_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" ||
 		c.Env[1].Name != "POD_NAMESPACE" || c.Env[1].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 		t.Errorf("env %+v, want POD_NAME from metadata.name and POD_NAMESPACE from metadata.namespace", c.Env)
@@ -327,6 +328,9 @@ func TestBadValuesAreRefusedClearly(t *testing.T) {
 		args []string
 		want []string // all in helm's message
 	}{
+		{"a Prometheus http config without a Prometheus URL", []string{"--set", "operator.prometheusHTTPConfig.secretName=mimir-query"}, []string{"operator.prometheusHTTPConfig.secretName needs operator.prometheusURL"}},
+		{"a misspelled Prometheus http config value", []string{"--set", "operator.prometheusHTTPConfig.secret=mimir-query"}, []string{"operator/prometheusHTTPConfig", "secret"}},
+		{"a Prometheus http config key with a slash", []string{"--set", "operator.prometheusURL=http://p:9090", "--set", "operator.prometheusHTTPConfig.key=../http.yaml"}, []string{"operator/prometheusHTTPConfig/key"}},
 		{"a wake setting other than request or ask", []string{"--set", "defaults.wake=always"}, []string{"defaults/wake", "request", "ask"}},
 		{"an idleAfter that is no Go duration", []string{"--set", "defaults.idleAfter=30 minutes"}, []string{"defaults/idleAfter"}},
 		{"a malformed digest", []string{"--set", "doorman.image.digest=sha256:abc"}, []string{"doorman/image/digest"}},

@@ -150,6 +150,40 @@ func componentValueCases() []valueCase {
 			},
 		},
 		{
+			name: "operator.prometheusHTTPConfig mounts its Secret read-only and reaches --prometheus-http-config, beside extraVolumes",
+			args: []string{"--set", "operator.prometheusURL=https://mimir.example/prometheus",
+				"--set", "operator.prometheusHTTPConfig.secretName=mimir-query", "--set", "operator.prometheusHTTPConfig.key=tenant.yaml",
+				"--set-json", `operator.extraVolumes=[{"name":"ca","configMap":{"name":"corp-ca"}}]`,
+				"--set-json", `operator.extraVolumeMounts=[{"name":"ca","mountPath":"/etc/ssl/corp","readOnly":true}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				op := objs.deployment(t, operatorName).Spec.Template.Spec
+				wantFlag(t, op.Containers[0], "prometheus-http-config", "/etc/napwake/prometheus/tenant.yaml")
+				if v := op.Volumes; len(v) != 2 || v[0].Name != "prometheus-http-config" || v[0].Secret == nil || v[0].Secret.SecretName != "mimir-query" || v[1].Name != "ca" {
+					t.Errorf("operator volumes %+v, want the Secret mimir-query and extraVolumes' ca", v)
+				}
+				if m := op.Containers[0].VolumeMounts; len(m) != 2 || m[0].Name != "prometheus-http-config" || m[0].MountPath != "/etc/napwake/prometheus" || !m[0].ReadOnly || m[0].SubPath != "" || m[1].Name != "ca" {
+					t.Errorf("operator volume mounts %+v, want the whole Secret read-only at /etc/napwake/prometheus, then ca", m)
+				}
+				if hook := restoreJob(t, objs).Spec.Template.Spec; len(hook.Volumes) != 1 || hook.Volumes[0].Name != "ca" {
+					t.Errorf("uninstall hook volumes %+v, want only extraVolumes'", hook.Volumes)
+				}
+			},
+		},
+		{
+			name: "operator.prometheusHTTPConfig's key defaults to http.yaml; without a Secret nothing is mounted",
+			args: []string{"--set", "operator.prometheusURL=https://mimir.example/prometheus", "--set", "operator.prometheusHTTPConfig.secretName=mimir-query"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				wantFlag(t, container(t, objs.deployment(t, operatorName)), "prometheus-http-config", "/etc/napwake/prometheus/http.yaml")
+				plain := render(t, "--set", "operator.prometheusURL=https://mimir.example/prometheus").deployment(t, operatorName).Spec.Template.Spec
+				wantNoFlag(t, plain.Containers[0], "prometheus-http-config")
+				if len(plain.Volumes) != 0 || len(plain.Containers[0].VolumeMounts) != 0 {
+					t.Errorf("without a Secret: volumes %+v mounts %+v, want none", plain.Volumes, plain.Containers[0].VolumeMounts)
+				}
+			},
+		},
+		{
 			name: "log settings are each component's own",
 			args: []string{"--set", "operator.logLevel=debug", "--set", "doorman.logFormat=text"},
 			check: func(t *testing.T, objs objects) {

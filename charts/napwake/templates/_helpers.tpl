@@ -107,6 +107,9 @@ The grace period keeps a margin of at least 5 s over that. */}}
 {{- if lt (int .Values.doorman.terminationGracePeriodSeconds) (int $minGrace) }}
 {{- fail (printf "doorman.terminationGracePeriodSeconds (%v) must be at least doorman.preStopSleepSeconds + 48 (%v): the doorman takes up to 43 s after SIGTERM to pass on or close the connections it holds and exit, and the grace period keeps a margin of 5 s over that." .Values.doorman.terminationGracePeriodSeconds $minGrace) }}
 {{- end }}
+{{- if and .Values.operator.prometheusHTTPConfig.secretName (not .Values.operator.prometheusURL) }}
+{{- fail "operator.prometheusHTTPConfig.secretName needs operator.prometheusURL: the http config is for the Prometheus activity queries, which go nowhere without a URL." }}
+{{- end }}
 {{- if and .Values.doorman.negForwarder.enabled (not .Values.doorman.enabled) }}
 {{- fail "doorman.negForwarder.enabled needs doorman.enabled: the forwarder passes connections to the doorman." }}
 {{- end }}

@@ -161,7 +161,8 @@ func callUpstream(ctx context.Context, url string, timeout time.Duration) (strin
 	return string(body), nil
 }
 
-// standInPrometheus answers every instant query (GET /api/v1/query, as
+// standInPrometheus answers every instant query (/api/v1/query, by GET or
+// by a POSTed form as the operator's client_golang client sends it, as
 // Prometheus's HTTP API does) with a one-sample vector holding the value
 // last set with /set-activity?value=N, and logs each query it was asked.
 func standInPrometheus(mux *http.ServeMux) {

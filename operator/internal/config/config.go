@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	promconfig "github.com/prometheus/common/config"
+
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
@@ -45,6 +47,10 @@ type Config struct {
 	PortsPerNamespace int
 	// PrometheusURL is where spec.activity.prometheus queries go; "" turns them off.
 	PrometheusURL string
+	// PrometheusHTTPConfig is a file in Prometheus's own http_config format
+	// (TLS, bearer token or basic auth from files, headers such as
+	// X-Scope-OrgID, proxy) for those queries; "" sends them with none.
+	PrometheusHTTPConfig string
 	// SyncPeriod is how often every ManagedWorkload is looked at again even
 	// when nothing changed (idle clocks, usage signal). Default 1m.
 	SyncPeriod time.Duration
@@ -111,6 +117,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PortsPerWorkload, "ports-per-workload", c.PortsPerWorkload, "most doorman ports one workload takes")
 	fs.IntVar(&c.PortsPerNamespace, "ports-per-namespace", c.PortsPerNamespace, "most doorman ports one namespace takes")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", c.PrometheusURL, `Prometheus base URL for spec.activity.prometheus queries; "" turns them off`)
+	fs.StringVar(&c.PrometheusHTTPConfig, "prometheus-http-config", c.PrometheusHTTPConfig, `YAML file in Prometheus's http_config format (tls_config, authorization, basic_auth, http_headers, proxy_url...) for the --prometheus-url queries; "" sends them without credentials`)
 	fs.DurationVar(&c.SyncPeriod, "sync-period", c.SyncPeriod, "how often every ManagedWorkload is re-checked when nothing changed")
 	fs.BoolVar(&c.NEGForwarder, "neg-forwarder", c.NEGForwarder, "run the NEG forwarder beside paused workloads whose Services are in GKE network endpoint groups")
 	fs.StringVar(&c.ForwarderImage, "forwarder-image", c.ForwarderImage, "the NEG forwarder's image (napwake-forwarder, tagged with its version); required with --neg-forwarder")
@@ -146,6 +153,14 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--prometheus-url %q: want an http or https base URL such as http://prometheus.monitoring:9090, or \"\" to turn the queries off", c.PrometheusURL))
 		}
 	}
+	if c.PrometheusHTTPConfig != "" {
+		if c.PrometheusURL == "" {
+			errs = append(errs, errors.New("--prometheus-http-config needs --prometheus-url"))
+		}
+		if _, err := c.PrometheusHTTPClientConfig(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.LeaderElect && c.LeaderElectionNamespace == "" {
 		errs = append(errs, errors.New("--leader-election-namespace is empty"))
 	}
@@ -159,6 +174,24 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--sync-period %s: want at least 1s", c.SyncPeriod))
 	}
 	return errors.Join(errs...)
+}
+
+// PrometheusHTTPClientConfig reads --prometheus-http-config strictly, as
+// Prometheus reads a scrape config's HTTP settings: an unknown or
+// misspelled key is an error naming it, and relative file names are under
+// the file's directory. It is nil, with no error, when the flag is empty.
+func (c Config) PrometheusHTTPClientConfig() (*promconfig.HTTPClientConfig, error) {
+	if c.PrometheusHTTPConfig == "" {
+		return nil, nil
+	}
+	hc, _, err := promconfig.LoadHTTPConfigFile(c.PrometheusHTTPConfig)
+	if err == nil {
+		err = hc.Validate()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-http-config %s: %w", c.PrometheusHTTPConfig, err)
+	}
+	return hc, nil
 }
 
 // ForwarderImageIfOn is the forwarder image when the NEG forwarder is on,

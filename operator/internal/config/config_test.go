@@ -2,6 +2,8 @@ package config
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "leader-elect": "true",
 		"leader-election-namespace": "napwake-system", "default-idle-after": "30m0s", "default-wake": "request",
 		"doorman-service": "napwake-system/napwake-doorman-pods", "ports-per-workload": "32", "ports-per-namespace": "256",
-		"prometheus-url": "", "neg-forwarder": "false", "forwarder-image": "", "forwarder-replicas": "2", "forwarder-doorman-host": "",
+		"prometheus-url": "", "prometheus-http-config": "", "neg-forwarder": "false", "forwarder-image": "", "forwarder-replicas": "2", "forwarder-doorman-host": "",
 		"per-workload-metrics": "true",
 	}
 	for name, v := range want {
@@ -103,5 +105,59 @@ func TestAPrometheusURLIsAccepted(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("--prometheus-url %q: %v", u, err)
 		}
+	}
+}
+
+// --prometheus-http-config is read as Prometheus reads http_config, strictly:
+// what it cannot use stops the operator at start, naming the flag, the
+// file and what is wrong.
+func TestThePrometheusHTTPConfigIsReadStrictly(t *testing.T) {
+	for _, tc := range []struct {
+		name, url, file string
+		want            []string // all in the error; none for no error
+	}{
+		{"a tenant, a token file and a CA", "https://mimir.example/prometheus",
+			"http_headers:\n  X-Scope-OrgID:\n    values: [team-a]\nauthorization:\n  credentials_file: /etc/napwake/prometheus/token\ntls_config:\n  ca_file: /etc/napwake/prometheus/ca.crt\n", nil},
+		{"basic auth with a password file", "http://prometheus:9090", "basic_auth:\n  username: napwake\n  password_file: password\n", nil},
+		{"a misspelled key", "http://prometheus:9090", "bearer_tokn_file: /etc/napwake/prometheus/token\n", []string{"--prometheus-http-config", "http.yaml", "bearer_tokn_file"}},
+		{"a misspelled nested key", "http://prometheus:9090", "tls_config:\n  ca_fil: ca.crt\n", []string{"--prometheus-http-config", "http.yaml", "ca_fil"}},
+		{"two credentials (Validate)", "http://prometheus:9090", "bearer_token_file: token\nbasic_auth:\n  username: napwake\n", []string{"--prometheus-http-config", "at most one of basic_auth"}},
+		{"not YAML", "http://prometheus:9090", "tls_config: [\n", []string{"--prometheus-http-config", "http.yaml"}},
+		{"without --prometheus-url", "", "follow_redirects: false\n", []string{"--prometheus-http-config needs --prometheus-url"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "http.yaml")
+			if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := Default(env(nil))
+			c.PrometheusURL, c.PrometheusHTTPConfig = tc.url, file
+			err := c.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			for _, w := range append(tc.want, file) {
+				if tc.url == "" && w == file {
+					continue
+				}
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %v, want an error with %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestAMissingPrometheusHTTPConfigIsReported(t *testing.T) {
+	c := Default(env(nil))
+	c.PrometheusURL, c.PrometheusHTTPConfig = "http://prometheus:9090", filepath.Join(t.TempDir(), "missing.yaml")
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--prometheus-http-config") || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("Validate() = %v, want an error naming the flag and the file", err)
+	}
+	if hc, err := Default(env(nil)).PrometheusHTTPClientConfig(); hc != nil || err != nil {
+		t.Fatalf("with no flag: %v, %v; want nil, nil", hc, err)
 	}
 }

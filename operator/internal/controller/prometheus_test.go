@@ -22,7 +22,7 @@ func fakePrometheus(t *testing.T) (*httptest.Server, *atomic.Value) {
 	var v atomic.Value
 	v.Store("0")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/query" || r.URL.Query().Get("query") == "" {
+		if r.URL.Path != "/api/v1/query" || r.FormValue("query") == "" { // POSTed as a form
 			http.NotFound(w, r)
 			return
 		}

@@ -177,6 +177,10 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)
 	}
+	activityQueries, err := queries(cfg, opts.Clock)
+	if err != nil {
+		return nil, err
+	}
 	mwr := &controller.ManagedWorkloadReconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
@@ -185,7 +189,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Router:           router,
 		Metrics:          m,
 		Usage:            &controller.MetricsAPIUsage{Reader: mgr.GetAPIReader(), Discovery: dc, Clock: opts.Clock},
-		Queries:          queries(cfg.PrometheusURL, opts.Clock),
+		Queries:          activityQueries,
 		DefaultIdleAfter: cfg.DefaultIdleAfter,
 		SyncPeriod:       cfg.SyncPeriod,
 		SuspendCronJobs:  cfg.SuspendCronJobs,
@@ -295,10 +299,19 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // queries is the Prometheus activity-query client behind its answer cache,
-// or nil (a nil interface, not a nil pointer) when --prometheus-url is empty.
-func queries(url string, clk clock.PassiveClock) controller.Queries {
-	if url == "" {
-		return nil
+// with --prometheus-http-config's TLS, credentials and headers, or nil (a
+// nil interface, not a nil pointer) when --prometheus-url is empty.
+func queries(cfg config.Config, clk clock.PassiveClock) (controller.Queries, error) {
+	if cfg.PrometheusURL == "" {
+		return nil, nil
 	}
-	return promquery.NewCache(&promquery.Client{URL: url}, clk)
+	hc, err := cfg.PrometheusHTTPClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := promquery.New(cfg.PrometheusURL, hc)
+	if err != nil {
+		return nil, err
+	}
+	return promquery.NewCache(c, clk), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -342,12 +343,24 @@ func findEvent(ns, name, reason, text string) error {
 }
 
 // Activity queries go through the answer cache; with no --prometheus-url
-// there is no client at all, not a nil pointer in an interface.
+// there is no client at all, not a nil pointer in an interface; an http
+// config the round tripper cannot use stops the operator at start.
 func TestActivityQueriesAreAnsweredThroughTheCache(t *testing.T) {
-	if q := queries("", clocktesting.NewFakeClock(clockStart)); q != nil {
-		t.Fatalf("queries without a URL = %#v, want nil", q)
+	clk := clocktesting.NewFakeClock(clockStart)
+	if q, err := queries(config.Config{}, clk); q != nil || err != nil {
+		t.Fatalf("queries without a URL = %#v, %v; want nil", q, err)
 	}
-	if q, ok := queries("http://prometheus.monitoring:9090", clocktesting.NewFakeClock(clockStart)).(*promquery.Cache); !ok || q == nil {
+	if q, err := queries(config.Config{PrometheusURL: "http://prometheus.monitoring:9090"}, clk); err != nil {
+		t.Fatal(err)
+	} else if c, ok := q.(*promquery.Cache); !ok || c == nil {
 		t.Fatalf("queries = %T, want a *promquery.Cache", q)
+	}
+	file := filepath.Join(t.TempDir(), "http.yaml")
+	if err := os.WriteFile(file, []byte("tls_config:\n  ca_file: missing-ca.crt\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := queries(config.Config{PrometheusURL: "https://prometheus.monitoring:9090", PrometheusHTTPConfig: file}, clk)
+	if err == nil || !strings.Contains(err.Error(), "--prometheus-http-config") || !strings.Contains(err.Error(), "missing-ca.crt") {
+		t.Fatalf("error %v, want one naming --prometheus-http-config and the missing CA file", err)
 	}
 }

@@ -2,9 +2,12 @@
 // spec.activity.prometheus
 // (docs/design/time.md#the-prometheus-activity-query) through the instant-query
 // API, as Prometheus, Thanos, Mimir and VictoriaMetrics serve it: a value
-// above zero is activity. Client asks; Cache keeps each query's answer for
-// Reuse, timed by an injected clock. It knows queries, not workloads: it
-// reads no Kubernetes object and decides nothing about a pause.
+// above zero is activity. Client asks, through client_golang's API client
+// and, with --prometheus-http-config, prometheus/common's HTTP client
+// configuration (TLS, credentials, headers, proxy); Cache keeps each
+// query's answer for Reuse, timed by an injected clock. It knows queries,
+// not workloads: it reads no Kubernetes object and decides nothing about a
+// pause.
 //
 // It must not decide what an answer means for a workload (the reconciler
 // does), nor send any query but the instant query.
@@ -12,140 +15,221 @@ package promquery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
 )
 
-// Client asks a Prometheus server's instant-query API (GET /api/v1/query).
+// Client asks a Prometheus server's instant-query API (/api/v1/query)
+// through client_golang's API client, which POSTs the query as a form and
+// asks again with GET when the server answers 403, 405 or 501.
 type Client struct {
 	// URL is the server's base URL (--prometheus-url), such as
 	// http://prometheus.monitoring:9090.
 	URL string
-	// HTTP makes the requests; nil uses one with a 10 s timeout.
+	// HTTP makes the requests; nil uses one with a Timeout and no
+	// credentials. New builds it from --prometheus-http-config.
 	HTTP *http.Client
+
+	once sync.Once
+	api  v1.API
+	err  error
 }
+
+// Timeout bounds one query, the reading of its answer included.
+const Timeout = 10 * time.Second
 
 // maxQueryResponse bounds what is read of an answer: an activity query
 // returns a number or a few series, and a query that returns a whole
 // cluster's series is a mistake to report, not to buffer.
 const maxQueryResponse = 1 << 20
 
-var defaultQueryClient = &http.Client{Timeout: 10 * time.Second}
+// roundTripperName labels prometheus/common's connection tracking.
+const roundTripperName = "napwake_prometheus_activity"
+
+// New returns a Client for url whose requests go through the round
+// tripper prometheus/common builds from hc: its TLS settings, credentials,
+// headers and proxy. Credential files (bearer token, basic auth password)
+// are read at each request and the TLS files whenever they change, so a
+// rotated Secret takes effect without a restart. A nil hc is a plain
+// client, as with no --prometheus-http-config.
+func New(url string, hc *promconfig.HTTPClientConfig) (*Client, error) {
+	if hc == nil {
+		return &Client{URL: url}, nil
+	}
+	rt, err := promconfig.NewRoundTripperFromConfig(*hc, roundTripperName)
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-http-config: %w", err)
+	}
+	c := &http.Client{Transport: rt, Timeout: Timeout}
+	if !hc.FollowRedirects {
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+	return &Client{URL: url, HTTP: c}, nil
+}
+
+// queryAPI builds the API client once, its transport wrapped to bound the
+// answer and to note the response's status for the errors.
+func (p *Client) queryAPI() (v1.API, error) {
+	p.once.Do(func() {
+		hc := http.Client{Timeout: Timeout}
+		if p.HTTP != nil {
+			hc = *p.HTTP
+		}
+		next := hc.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		hc.Transport = &bounded{next: next}
+		c, err := api.NewClient(api.Config{Address: p.URL, Client: &hc})
+		if err != nil {
+			p.err = fmt.Errorf("--prometheus-url %q: %w", p.URL, err)
+			return
+		}
+		p.api = v1.NewAPI(c)
+	})
+	return p.api, p.err
+}
 
 // Active runs query at the server's current time.
 func (p *Client) Active(ctx context.Context, query string) (bool, error) {
-	u, err := url.Parse(strings.TrimRight(p.URL, "/") + "/api/v1/query")
-	if err != nil {
-		return false, fmt.Errorf("--prometheus-url %q: %w", p.URL, err)
-	}
-	u.RawQuery = url.Values{"query": {query}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	q, err := p.queryAPI()
 	if err != nil {
 		return false, err
 	}
-	req.Header.Set("Accept", "application/json")
-	c := p.HTTP
-	if c == nil {
-		c = defaultQueryClient
-	}
-	resp, err := c.Do(req)
+	var status response
+	v, _, _, err := q.Query(context.WithValue(ctx, responseKey{}, &status), query, time.Time{})
 	if err != nil {
-		return false, fmt.Errorf("querying Prometheus: %w", err)
+		return false, explain(status, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxQueryResponse+1))
+	active, err := activeIn(v)
 	if err != nil {
-		return false, fmt.Errorf("reading Prometheus's answer: %w", err)
-	}
-	if len(body) > maxQueryResponse {
-		return false, fmt.Errorf("the query API's answer is over %d bytes: make the query return one number, such as sum(...)", maxQueryResponse)
-	}
-	active, err := Parse(body)
-	if err != nil {
-		return false, fmt.Errorf("the query API answered %s: %w", resp.Status, err)
+		return false, fmt.Errorf("the query API answered %s: %w", status.status, err)
 	}
 	return active, nil
 }
 
-// queryResponse is the instant-query API's envelope.
-type queryResponse struct {
-	Status    string          `json:"status"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
-	Data      json.RawMessage `json:"data"`
+// explain turns the API client's error into one that says what to do.
+func explain(r response, err error) error {
+	if errors.Is(err, errAnswerTooBig) {
+		return fmt.Errorf("the query API's answer is over %d bytes: make the query return one number, such as sum(...)", maxQueryResponse)
+	}
+	if r.status == "" {
+		return fmt.Errorf("querying Prometheus: %w", err)
+	}
+	var apiErr *v1.Error
+	if !errors.As(err, &apiErr) {
+		return fmt.Errorf("the query API answered %s: %w", r.status, err)
+	}
+	switch {
+	case r.code == http.StatusUnauthorized || r.code == http.StatusForbidden:
+		return fmt.Errorf("the query API answered %s: check the credentials of --prometheus-http-config (Helm: operator.prometheusHTTPConfig)%s", r.status, detail(apiErr.Detail))
+	case apiErr.Type == v1.ErrClient || apiErr.Type == v1.ErrServer:
+		// Not the API's JSON error: a proxy's page, or a server that is
+		// not Prometheus.
+		return fmt.Errorf("the query API answered %s, not the query API's JSON%s", r.status, detail(apiErr.Detail))
+	case apiErr.Type == v1.ErrBadResponse:
+		return fmt.Errorf("the query API answered %s: not the query API's JSON: %s", r.status, apiErr.Msg)
+	default:
+		return fmt.Errorf("the query API answered %s: query failed (%s): %s", r.status, apiErr.Type, apiErr.Msg)
+	}
 }
 
-type queryData struct {
-	ResultType string          `json:"resultType"`
-	Result     json.RawMessage `json:"result"`
+// detail is the start of an error page, enough to tell whose it is.
+func detail(body string) string {
+	const most = 200
+	if body == "" {
+		return ""
+	}
+	if len(body) > most {
+		body = body[:most] + "..."
+	}
+	return fmt.Sprintf(": %q", body)
 }
 
-// sample is a [unix time, "value"] pair.
-type sample [2]json.RawMessage
-
-// Parse reads an instant-query answer and reports whether any
-// value in it is above zero. A scalar or every sample of a vector counts;
-// NaN and ±Inf strings are read as Go reads them (NaN is not above zero,
-// +Inf is). Strings and matrices are refused: an activity query must
-// return numbers.
-func Parse(body []byte) (bool, error) {
-	var r queryResponse
-	if err := json.Unmarshal(body, &r); err != nil {
-		return false, fmt.Errorf("not the query API's JSON: %w", err)
-	}
-	if r.Status != "success" {
-		if r.Status == "error" {
-			return false, fmt.Errorf("query failed (%s): %s", r.ErrorType, r.Error)
-		}
-		return false, fmt.Errorf("status %q, want success", r.Status)
-	}
-	var d queryData
-	if err := json.Unmarshal(r.Data, &d); err != nil {
-		return false, fmt.Errorf("reading data: %w", err)
-	}
-	switch d.ResultType {
-	case "scalar":
-		var s sample
-		if err := json.Unmarshal(d.Result, &s); err != nil {
-			return false, fmt.Errorf("reading the scalar: %w", err)
-		}
-		return above(s)
-	case "vector":
-		var series []struct {
-			Value sample `json:"value"`
-		}
-		if err := json.Unmarshal(d.Result, &series); err != nil {
-			return false, fmt.Errorf("reading the vector: %w", err)
-		}
+// activeIn reports whether any value of an instant query's result is above
+// zero. A scalar or every sample of a vector counts; NaN is not above zero,
+// +Inf is. Strings, matrices and native histograms are refused: an
+// activity query must return numbers.
+func activeIn(v model.Value) (bool, error) {
+	switch v := v.(type) {
+	case *model.Scalar:
+		return v.Value > 0, nil
+	case model.Vector:
 		active := false
-		for _, x := range series {
-			a, err := above(x.Value)
-			if err != nil {
-				return false, err
+		for _, s := range v {
+			if s.Histogram != nil {
+				return false, fmt.Errorf("series %s is a native histogram: an activity query must return numbers", s.Metric)
 			}
-			active = active || a
+			active = active || s.Value > 0
 		}
 		return active, nil
+	case nil:
+		return false, errors.New("the answer holds no result")
 	default:
-		return false, fmt.Errorf("result type %q: an activity query must return a number or an instant vector", d.ResultType)
+		return false, fmt.Errorf("result type %q: an activity query must return a number or an instant vector", v.Type())
 	}
 }
 
-func above(s sample) (bool, error) {
-	var v string
-	if err := json.Unmarshal(s[1], &v); err != nil {
-		return false, errors.New("a sample's value is not a string")
-	}
-	f, err := strconv.ParseFloat(v, 64)
+// responseKey keys the *response a query's round trips fill in.
+type responseKey struct{}
+
+// response is the last status the query's round trips saw; the API
+// client's errors carry no status line.
+type response struct {
+	status string
+	code   int
+}
+
+// errAnswerTooBig ends the reading of an answer over maxQueryResponse.
+var errAnswerTooBig = errors.New("answer too big")
+
+// bounded notes each response's status in the request's *response and
+// cuts its body at maxQueryResponse: the API client reads whole bodies.
+type bounded struct{ next http.RoundTripper }
+
+func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
 	if err != nil {
-		return false, fmt.Errorf("a sample's value %q is not a number", v)
+		return resp, err
 	}
-	return f > 0, nil
+	if r, ok := req.Context().Value(responseKey{}).(*response); ok {
+		r.status, r.code = resp.Status, resp.StatusCode
+	}
+	resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxQueryResponse}
+	return resp, nil
+}
+
+// CloseIdleConnections passes on to the wrapped transport.
+func (b *bounded) CloseIdleConnections() {
+	if c, ok := b.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// boundedBody reads at most left bytes, then fails with errAnswerTooBig
+// if there is more.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n - 1, errAnswerTooBig
+	}
+	return n, err
 }

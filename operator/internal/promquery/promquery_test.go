@@ -2,6 +2,9 @@ package promquery
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +20,23 @@ func vector(values ...string) string {
 	return `{"status":"success","data":{"resultType":"vector","result":[` + strings.Join(parts, ",") + `]}}`
 }
 
-func TestParse(t *testing.T) {
+// answerWith is a Client whose every request is answered with status and
+// body, in memory: for what is read of an answer, not how it is asked.
+func answerWith(status int, body string) *Client {
+	return &Client{URL: "http://prometheus.test", HTTP: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{
+			StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: r,
+		}, nil
+	})}}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// What an answer says, as client_golang decodes it and activeIn reads it.
+func TestAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		want       bool
@@ -35,14 +54,14 @@ func TestParse(t *testing.T) {
 		{"the query failed", `{"status":"error","errorType":"bad_data","error":"parse error: unexpected <EOF>"}`, false, "parse error: unexpected <EOF>"},
 		{"a range query's matrix", `{"status":"success","data":{"resultType":"matrix","result":[]}}`, false, `"matrix"`},
 		{"a string result", `{"status":"success","data":{"resultType":"string","result":[1,"x"]}}`, false, `"string"`},
+		{"a native histogram", `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"h"},"histogram":[1,{"count":"1","sum":"1","buckets":[]}]}]}}`, false, "native histogram"},
 		{"a value that is not a number", vector("many"), false, `"many"`},
-		{"a value that is not a string", `{"status":"success","data":{"resultType":"vector","result":[{"value":[1,2]}]}}`, false, "not a string"},
-		{"a sample without a value", `{"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}}`, false, "not a string"},
-		{"an HTML error page", `<html><body>502 Bad Gateway</body></html>`, false, "not the query API's JSON"},
-		{"an unknown status", `{"status":"partial"}`, false, `"partial"`},
+		{"a value that is not a string", `{"status":"success","data":{"resultType":"vector","result":[{"value":[1,2]}]}}`, false, "quoted string"},
+		{"an HTML page", `<html><body>502 Bad Gateway</body></html>`, false, "not the query API's JSON"},
+		{"an unknown status without data", `{"status":"partial"}`, false, "no result"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Parse([]byte(tc.body))
+			got, err := answerWith(http.StatusOK, tc.body).Active(context.Background(), "up")
 			if tc.err == "" && err != nil {
 				t.Fatalf("error %v", err)
 			}
@@ -56,13 +75,38 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// The body bound cuts at maxQueryResponse and not a byte before.
+func TestBoundedBody(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		err  error
+	}{
+		{"empty", 0, nil},
+		{"at the bound", maxQueryResponse, nil},
+		{"a byte over", maxQueryResponse + 1, errAnswerTooBig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &boundedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", tc.size))), left: maxQueryResponse}
+			got, err := io.ReadAll(b)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("error %v, want %v", err, tc.err)
+			}
+			if want := min(tc.size, maxQueryResponse); len(got) != want {
+				t.Fatalf("read %d bytes, want %d", len(got), want)
+			}
+		})
+	}
+}
+
 // The client asks the instant-query API under the base URL, with the query
-// encoded, over a real socket.
+// POSTed as a form (client_golang's way; it asks again with GET on a 403,
+// 405 or 501), over a real socket.
 func TestClientAsksTheInstantQueryAPI(t *testing.T) {
 	const query = `sum(rabbitmq_queue_messages{queue="jobs"}) > 0 or vector(0)`
 	answer := vector("7")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/prom/api/v1/query" || r.URL.Query().Get("query") != query {
+		if r.Method != http.MethodPost || r.URL.Path != "/prom/api/v1/query" || r.FormValue("query") != query {
 			http.Error(w, "unexpected "+r.Method+" "+r.URL.String(), http.StatusNotFound)
 			return
 		}
@@ -90,7 +134,9 @@ func TestClientReportsWhatWentWrong(t *testing.T) {
 		want   string
 	}{
 		{"a bad query", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"1:5: parse error"}`, "400 Bad Request: query failed (bad_data): 1:5: parse error"},
-		{"a proxy's error page", http.StatusBadGateway, "<html>bad gateway</html>", "502 Bad Gateway: not the query API's JSON"},
+		{"a server that is not Prometheus", http.StatusNotFound, "404 page not found", `404 Not Found, not the query API's JSON: "404 page not found"`},
+		{"a missing credential", http.StatusUnauthorized, "no org id", "401 Unauthorized: check the credentials of --prometheus-http-config"},
+		{"a proxy's error page", http.StatusBadGateway, "<html>bad gateway</html>", "502 Bad Gateway, not the query API's JSON"},
 		{"an answer over 1 MiB", http.StatusOK, big, "over 1048576 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,8 +182,10 @@ func TestABadURLIsReported(t *testing.T) {
 	}
 }
 
-// Parse never panics, and reports activity only with no error.
-func FuzzParse(f *testing.F) {
+// Whatever a server answers, reading it never panics, and activity comes
+// only with no error. Its corpus began as FuzzParse's, when the package
+// parsed the JSON itself.
+func FuzzAnswer(f *testing.F) {
 	for _, s := range []string{
 		vector("1"), vector("0", "2"), vector(), vector("NaN"),
 		`{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`,
@@ -148,7 +196,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		active, err := Parse(body)
+		active, err := answerWith(http.StatusOK, string(body)).Active(context.Background(), "up")
 		if err != nil && active {
 			t.Fatalf("active with an error: %v", err)
 		}
