@@ -107,6 +107,7 @@ func write(t *testing.T, dir, name string, data []byte) {
 }
 
 func pluginArchive(t *testing.T, goos, arch string) []byte {
+	t.Helper()
 	return tarOf(t, true,
 		entry{"LICENSE", 0o644, []byte("Apache License\n")},
 		entry{pluginBinary, 0o755, binaryFor(goos, arch)})
@@ -130,6 +131,7 @@ func krewManifest(t *testing.T, dir string) []byte {
 
 // ociLayout is an OCI layout tar of one "image" whose manifest is manifest.
 func ociLayout(t *testing.T, ref, manifest string) (tarball []byte, digest string) {
+	t.Helper()
 	digest = "sha256:" + sum([]byte(manifest))
 	index := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","size":%d,"digest":%q,"annotations":{"io.containerd.image.name":%q,"org.opencontainers.image.ref.name":%q}}]}`,
 		len(manifest), digest, ref, testVersion)
@@ -208,10 +210,11 @@ func TestCheck(t *testing.T) {
 		tamper func(t *testing.T, dir string)
 		want   []string // each must appear in one problem; none for a good release
 	}{
-		{name: "a good release", tamper: func(*testing.T, string) {}},
+		{name: "a good release", tamper: func(t *testing.T, _ string) { t.Helper() }},
 		{
 			name: "a file changed after its sum was taken",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				write(t, dir, notesFile, []byte("## [v1.2.3] - 2026-12-07\n\n- something else\n"))
 			},
 			want: []string{notesFile + ": sha256 is", "but SHA256SUMS says"},
@@ -219,6 +222,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a tampered sum in SHA256SUMS",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				data, err := os.ReadFile(filepath.Join(dir, linuxArm))
 				if err != nil {
 					t.Fatal(err)
@@ -230,6 +234,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a file SHA256SUMS does not list",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				write(t, dir, "extra.txt", []byte("x"))
 			},
 			want: []string{"extra.txt: not listed in SHA256SUMS"},
@@ -237,6 +242,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a wrong sha256 in the krew manifest",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				data, err := os.ReadFile(filepath.Join(dir, darwinArm))
 				if err != nil {
 					t.Fatal(err)
@@ -249,6 +255,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a missing archive",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				if err := os.Remove(filepath.Join(dir, darwinArm)); err != nil {
 					t.Fatal(err)
 				}
@@ -262,6 +269,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a krew selector naming the wrong arch",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				edit(t, dir, krewFile, "os: linux\n        arch: arm64", "os: linux\n        arch: amd64")
 				resum(t, dir)
 			},
@@ -270,6 +278,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a krew entry with the wrong bin",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				edit(t, dir, krewFile, "bin: kubectl-napwake", "bin: napwake")
 				resum(t, dir)
 			},
@@ -278,6 +287,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "an archive with the binary of another platform, and no LICENSE",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				write(t, dir, linuxArm, tarOf(t, true, entry{pluginBinary, 0o755, binaryFor("linux", "amd64")}))
 				write(t, dir, krewFile, krewManifest(t, dir))
 				resum(t, dir)
@@ -287,6 +297,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a chart whose appVersion is not the release's",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				write(t, dir, "napwake-1.2.3.tgz", tarOf(t, true,
 					entry{"napwake/Chart.yaml", 0o644, []byte("apiVersion: v2\nname: napwake\nversion: 1.2.3\nappVersion: v1.2.2\n")}))
 				resum(t, dir)
@@ -296,6 +307,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "an image digest that is not its layout's",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				_, other := ociLayout(t, "x", "another manifest")
 				data, err := os.ReadFile(filepath.Join(dir, digestsFile))
 				if err != nil {
@@ -311,6 +323,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a missing image",
 			tamper: func(t *testing.T, dir string) {
+				t.Helper()
 				if err := os.Remove(filepath.Join(dir, "napwake-forwarder_v1.2.3.oci.tar")); err != nil {
 					t.Fatal(err)
 				}
