@@ -66,7 +66,7 @@ test-unit: ## Unit and envtest suites of every module, with -race; a failed test
 	  --rerun-fails-report=$(OUT)/unit-reruns.txt --jsonfile $(OUT)/unit.json --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
 	if [ -s $(OUT)/unit-reruns.txt ]; then echo "[$$(date +%H:%M:%S)] tests that failed once and were run again (their first failure is above):"; cat $(OUT)/unit-reruns.txt; fi; \
 	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/ ./crdtemplate/; \
-	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/ ./pkgdoc/
+	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/ ./pkgdoc/ ./releasecheck/
 
 .PHONY: e2e
 e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings it up if needed.
@@ -98,7 +98,7 @@ build: ## Static binaries of every deployable into bin/.
 	@mkdir -p $(BIN)
 	@for c in $(COMPONENTS) kubectl-napwake; do \
 	  echo "[$$(date +%H:%M:%S)] building bin/$$c $$(cat $(ROOT)/$$c/VERSION)"; \
-	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$($(ROOT)/hack/ldflags.sh $$(cat $(ROOT)/$$c/VERSION) $(COMMIT))" -o $(BIN)/$$c ./$$c; \
+	  CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "$$($(ROOT)/hack/ldflags.sh $$(cat $(ROOT)/$$c/VERSION) $(COMMIT))" -o $(BIN)/$$c ./$$c; \
 	done
 
 .PHONY: images
@@ -128,6 +128,14 @@ dist: ## kubectl-napwake archives for linux and darwin, amd64 and arm64, into di
 .PHONY: krew-manifest
 krew-manifest: ## Write plugins/napwake.yaml (krew) with the archives' sha256 sums; run after make dist.
 	@$(ROOT)/hack/dist/krew-manifest.sh
+
+.PHONY: release
+release: ## Everything a release ships into _out/release/<version>/: chart, OCI image layouts and digests, plugin archives, krew manifest, notes from CHANGELOG.md, SHA256SUMS.
+	@$(ROOT)/hack/dist/release.sh
+
+.PHONY: release-check
+release-check: release ## make release, then check what it wrote (hack/tools/releasecheck: sums, krew manifest, archives, chart, image digests).
+	@GOWORK=off $(GO) -C $(ROOT)/hack/tools run ./releasecheck $(OUT)/release/$$(cat $(ROOT)/operator/VERSION)
 
 ##@ Generated files and checks
 

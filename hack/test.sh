@@ -17,7 +17,7 @@ out=$root/_out
 mkdir -p "$out"
 say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
-steps=${TEST_STEPS:-"packages envtest-bins verify test-unit cluster-up images e2e"}
+steps=${TEST_STEPS:-"packages envtest-bins verify test-unit release-check cluster-up images e2e"}
 timings=$out/steps.tsv
 : >"$timings"
 

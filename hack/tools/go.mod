@@ -8,7 +8,10 @@ tool (
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 )
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-containerregistry v0.22.1
+	sigs.k8s.io/yaml v1.6.0
+)
 
 require (
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
@@ -78,5 +81,4 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )

@@ -5,9 +5,14 @@
 //	imagebuild --binary bin/doorman --image napwake.local/napwake-doorman:v0.1.0 \
 //	    --entrypoint /doorman --out _out/images/napwake-doorman.tar
 //	imagebuild ... --push registry.example.com/napwake   # push instead of (or as well as) --out
+//	imagebuild ... --oci-layout _out/release/v0.1.0/oci  # an OCI image layout directory (make release)
 //
 // The tarball is a docker-archive that `ctr -n k8s.io images import` and
-// `docker load` accept. It prints the image's digest on stdout.
+// `docker load` accept. The OCI layout is a fresh directory (index.json,
+// oci-layout, blobs/sha256/) whose index names the one image by its tag
+// (org.opencontainers.image.ref.name) and full reference
+// (io.containerd.image.name). It prints the image's manifest digest on
+// stdout, the same whichever outputs are asked for.
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -38,6 +44,7 @@ type options struct {
 	entrypoint string
 	user       string
 	out        string
+	ociLayout  string
 	push       string
 	ports      string
 	arch       string
@@ -58,6 +65,7 @@ func run() error {
 	flag.StringVar(&o.entrypoint, "entrypoint", "", "path of the binary inside the image (default /<binary's name>)")
 	flag.StringVar(&o.user, "user", "65532:65532", "numeric uid:gid the image runs as")
 	flag.StringVar(&o.out, "out", "", "write a docker-archive tarball here")
+	flag.StringVar(&o.ociLayout, "oci-layout", "", "write an OCI image layout into this directory, which must not exist yet")
 	flag.StringVar(&o.push, "push", "", "push to this registry prefix, such as registry.example.com/napwake")
 	flag.StringVar(&o.ports, "ports", "", "comma-separated TCP ports to declare as exposed")
 	flag.StringVar(&o.arch, "arch", "amd64", "the binary's architecture")
@@ -66,8 +74,8 @@ func run() error {
 	if o.binary == "" || o.image == "" {
 		return errors.New("--binary and --image are required")
 	}
-	if o.out == "" && o.push == "" {
-		return errors.New("give --out, --push or both")
+	if o.out == "" && o.push == "" && o.ociLayout == "" {
+		return errors.New("give --out, --oci-layout, --push, or several")
 	}
 	if o.entrypoint == "" {
 		o.entrypoint = "/" + path.Base(o.binary)
@@ -92,6 +100,11 @@ func run() error {
 			return fmt.Errorf("writing %s: %w", o.out, err)
 		}
 	}
+	if o.ociLayout != "" {
+		if err := writeLayout(o.ociLayout, o.image, img); err != nil {
+			return err
+		}
+	}
 	if o.push != "" {
 		var nopts []name.Option
 		if o.insecure {
@@ -107,6 +120,29 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "pushed %s@%s\n", ref, digest)
 	}
 	fmt.Println(digest.String())
+	return nil
+}
+
+// writeLayout writes img as the only image of a new OCI image layout in dir.
+// It refuses an existing dir: appending to one would list older images too.
+func writeLayout(dir, image string, img v1.Image) error {
+	ref, err := name.NewTag(image, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("parsing --image: %w", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("--oci-layout %s: already exists; give a new directory", dir)
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", dir, err)
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": ref.TagStr(),
+		"io.containerd.image.name":          ref.Name(),
+	})); err != nil {
+		return fmt.Errorf("writing %s: %w", dir, err)
+	}
 	return nil
 }
 
