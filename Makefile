@@ -65,8 +65,8 @@ test-unit: ## Unit and envtest suites of every module, with -race; a failed test
 	$(BIN)/gotestsum --format standard-quiet --rerun-fails=$(UNIT_RERUNS) --rerun-fails-max-failures=5 \
 	  --rerun-fails-report=$(OUT)/unit-reruns.txt --jsonfile $(OUT)/unit.json --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
 	if [ -s $(OUT)/unit-reruns.txt ]; then echo "[$$(date +%H:%M:%S)] tests that failed once and were run again (their first failure is above):"; cat $(OUT)/unit-reruns.txt; fi; \
-	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/ ./crdtemplate/; \
-	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/ ./pkgdoc/ ./releasecheck/
+	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/ ./crdtemplate/ ./apiref/; \
+	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/ ./pkgdoc/ ./releasecheck/ ./doclinks/
 
 .PHONY: e2e
 e2e: cluster-up images ## End-to-end suite (ginkgo) on the local cluster; brings it up if needed.
