@@ -45,6 +45,10 @@ fi
 # prometheus in this namespace; the operator is installed calling it by name.
 export NAPWAKE_E2E_PROMETHEUS_NAMESPACE=napwake-e2e-prometheus
 export NAPWAKE_PROMETHEUS_URL="http://prometheus.$NAPWAKE_E2E_PROMETHEUS_NAMESPACE.svc"
+# It answers only queries with this bearer token and tenant header, which
+# the operator sends from an http_config Secret (operator.prometheusHTTPConfig).
+export NAPWAKE_PROMETHEUS_TOKEN="e2e-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
+export NAPWAKE_PROMETHEUS_TENANT=napwake-e2e
 # The ingress scenarios reach the test bed's Traefik.
 eval "$("$here/testbed/cluster.sh" ingress-env)"
 # The NEG forwarder is on. Forwarders find the doorman by the chart's

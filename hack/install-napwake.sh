@@ -6,7 +6,8 @@
 #   hack/install-napwake.sh uninstall
 #
 # NAPWAKE_PROMETHEUS_URL, when set, becomes operator.prometheusURL on every
-# install and upgrade (hack/e2e.sh points it at the suite's stand-in).
+# install and upgrade (hack/e2e.sh points it at the suite's stand-in), and
+# NAPWAKE_PROMETHEUS_TOKEN/_TENANT its credentials (see below).
 # NAPWAKE_NEG_FORWARDER=1 turns the NEG forwarder on (doorman.negForwarder),
 # its image the one `make images` built; NAPWAKE_FORWARDER_DOORMAN_HOST, when
 # set, becomes doorman.negForwarder.doormanHost (the test bed has no cluster
@@ -50,6 +51,19 @@ if [ -n "${NAPWAKE_FORWARDER_DOORMAN_HOST:-}" ]; then
 fi
 if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
   args+=(--set "operator.prometheusURL=$NAPWAKE_PROMETHEUS_URL")
+fi
+# NAPWAKE_PROMETHEUS_TOKEN and NAPWAKE_PROMETHEUS_TENANT, when set, go into a
+# Secret holding Prometheus's http_config (a bearer token from a file, a
+# tenant header), mounted through operator.prometheusHTTPConfig, as
+# docs/helm-values.md shows for a Mimir tenant.
+if [ -n "${NAPWAKE_PROMETHEUS_TOKEN:-}" ]; then
+  secret=napwake-e2e-prometheus-http
+  run kubectl create namespace "$NS" --dry-run=client -o yaml | run kubectl apply -f - >/dev/null
+  run kubectl create secret generic "$secret" -n "$NS" --dry-run=client -o yaml \
+    --from-literal=token="$NAPWAKE_PROMETHEUS_TOKEN" \
+    --from-literal=http.yaml="$(printf 'authorization:\n  credentials_file: /etc/napwake/prometheus/token\nhttp_headers:\n  X-Scope-OrgID:\n    values: [%s]\n' "$NAPWAKE_PROMETHEUS_TENANT")" |
+    run kubectl apply -f - >/dev/null
+  args+=(--set "operator.prometheusHTTPConfig.secretName=$secret")
 fi
 # A CRD from a chart before the CRD was a template (its crds/ folder left it
 # without Helm's ownership metadata) makes the install fail with "cannot be

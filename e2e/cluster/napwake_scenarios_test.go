@@ -432,7 +432,9 @@ func scenarioDoormanUpgrade(ctx context.Context, ns string) {
 
 // scenarioActivityQuery: a queue worker no request reaches, with an
 // activity query (napwake.dev/activity-query) that the operator asks a
-// stand-in Prometheus (hack/e2e.sh installs the operator pointing at it).
+// stand-in Prometheus (hack/e2e.sh installs the operator pointing at it,
+// with a bearer token and a tenant header from an http_config Secret, and
+// the stand-in answers 401 without them).
 // While the query returns above zero the worker stays up past its
 // idleAfter and says why; once it returns zero the worker pauses after
 // idleAfter; when it returns above zero again the worker wakes with
@@ -447,7 +449,12 @@ func scenarioActivityQuery(ctx context.Context, ns string) {
 	_, err := fw.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: promNS}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { fw.DeleteNamespace(ctx, promNS) })
-	prom := framework.SampleApp{Name: "prometheus", Namespace: promNS, Replicas: 1, StartupDelay: time.Millisecond, StandInPrometheus: true}
+	// It answers only queries with the credentials hack/e2e.sh gave the
+	// operator through an http_config Secret (operator.prometheusHTTPConfig).
+	token, tenant := os.Getenv("NAPWAKE_PROMETHEUS_TOKEN"), os.Getenv("NAPWAKE_PROMETHEUS_TENANT")
+	Expect(token).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_PROMETHEUS_TOKEN")
+	prom := framework.SampleApp{Name: "prometheus", Namespace: promNS, Replicas: 1, StartupDelay: time.Millisecond, StandInPrometheus: true,
+		PrometheusRequires: map[string]string{"Authorization": "Bearer " + token, "X-Scope-OrgID": tenant}}
 	Expect(fw.Deploy(ctx, prom)).To(Succeed())
 	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, promNS, prom.Name) }).Should(Equal(int32(1)))
 	setActivity := func(v string) {

@@ -11,8 +11,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +92,9 @@ type SampleApp struct {
 	// StandInPrometheus also answers Prometheus instant queries with the
 	// value SetActivity sets (the sample app's --stand-in-prometheus).
 	StandInPrometheus bool
+	// PrometheusRequires are headers every query to the stand-in must
+	// carry, or it answers 401.
+	PrometheusRequires map[string]string
 	// Upstream, if set, is a URL each request to / calls first, its answer
 	// appended (the sample app's --upstream): one tier calling the next.
 	Upstream string
@@ -119,6 +124,9 @@ func (a SampleApp) Deployment() *appsv1.Deployment {
 	}
 	if a.StandInPrometheus {
 		args = append(args, "--stand-in-prometheus")
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.PrometheusRequires)) {
+		args = append(args, "--prometheus-require-header="+name+"="+a.PrometheusRequires[name])
 	}
 	if a.Upstream != "" {
 		args = append(args, "--upstream="+a.Upstream)

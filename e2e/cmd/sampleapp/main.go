@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -51,6 +52,8 @@ func serve() error {
 	upstream := flag.String("upstream", "", "if set, a URL each request to / calls first, its answer appended to this one's; $VAR and ${VAR} are read from the environment at each request (a Service's <NAME>_SERVICE_HOST)")
 	upstreamTimeout := flag.Duration("upstream-timeout", 3*time.Minute, "give up on the upstream after this long (the doorman may hold the call while it wakes)")
 	promStandIn := flag.Bool("stand-in-prometheus", false, "also answer Prometheus instant queries (/api/v1/query) with the value /set-activity?value=N sets (0 at start)")
+	var promRequire headerList
+	flag.Var(&promRequire, "prometheus-require-header", "NAME=VALUE a query must carry, or the stand-in Prometheus answers 401 (repeatable): a tenant header, an Authorization")
 	shutdownDelay := flag.Duration("shutdown-delay", 0, "after SIGTERM, fail readiness but go on serving this long before shutting down")
 	flag.Parse()
 
@@ -84,7 +87,7 @@ func serve() error {
 	})
 	mux.HandleFunc("/stream", stream)
 	if *promStandIn {
-		standInPrometheus(mux)
+		standInPrometheus(mux, promRequire)
 	}
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
@@ -165,7 +168,9 @@ func callUpstream(ctx context.Context, url string, timeout time.Duration) (strin
 // by a POSTed form as the operator's client_golang client sends it, as
 // Prometheus's HTTP API does) with a one-sample vector holding the value
 // last set with /set-activity?value=N, and logs each query it was asked.
-func standInPrometheus(mux *http.ServeMux) {
+// A query missing any of require's headers (or with another value) is
+// answered 401, as a Prometheus behind an authenticating proxy answers.
+func standInPrometheus(mux *http.ServeMux, require headerList) {
 	var value atomic.Value
 	value.Store("0")
 	mux.HandleFunc("/set-activity", func(w http.ResponseWriter, r *http.Request) {
@@ -178,11 +183,34 @@ func standInPrometheus(mux *http.ServeMux) {
 		fmt.Fprintf(w, "activity %s\n", v)
 	})
 	mux.HandleFunc("/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range require {
+			if r.Header.Get(h.name) != h.value {
+				fmt.Fprintf(os.Stderr, "query refused: header %s is %q\n", h.name, r.Header.Get(h.name))
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"status":"error","errorType":"unauthorized","error":"missing or wrong %s"}`, h.name)
+				return
+			}
+		}
 		v := value.Load().(string)
 		fmt.Fprintf(os.Stderr, "query %q: %s\n", r.FormValue("query"), v)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,%q]}]}}`, time.Now().Unix(), v)
 	})
+}
+
+// headerList is a repeatable NAME=VALUE flag.
+type headerList []struct{ name, value string }
+
+func (l *headerList) String() string { return fmt.Sprint(*l) }
+
+func (l *headerList) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", v)
+	}
+	*l = append(*l, struct{ name, value string }{name, value})
+	return nil
 }
 
 // greetLoop speaks first on each connection, like MySQL's handshake, then
