@@ -63,6 +63,12 @@ if [ -n "$existed" ]; then
   "$here/testbed/cluster.sh" exec kubectl rollout restart deployment -n napwake-system >/dev/null
   "$here/testbed/cluster.sh" exec kubectl rollout status deployment -n napwake-system --timeout=3m >/dev/null
 fi
+# Argo Rollouts' real controller, for the scenario that pauses a Rollout
+# (E2E_ARGO_ROLLOUTS=0 leaves it out, and that scenario is skipped).
+if [ "${E2E_ARGO_ROLLOUTS:-1}" != 0 ]; then
+  "$here/testbed/argo-rollouts.sh" up
+  export NAPWAKE_E2E_ARGO_ROLLOUTS=1
+fi
 export NAPWAKE_E2E_NAMESPACE=napwake-system
 export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"
 export NAPWAKE_E2E_UPGRADE_DOORMAN="'$here/install-napwake.sh' --set doorman.image.tag=$upgrade_tag"

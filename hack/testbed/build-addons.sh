@@ -2,7 +2,7 @@
 # Builds the test bed's add-ons from source through the Go module proxy, each
 # once per version, and prints the path of each binary asked for (one a line):
 #
-#   hack/testbed/build-addons.sh coredns metrics-server traefik
+#   hack/testbed/build-addons.sh coredns metrics-server traefik [argo-rollouts]
 #
 # CoreDNS and metrics-server install with plain `go install`; Traefik does not
 # (replace directives, and the proxy lacks a few of its modules): build_traefik
@@ -16,6 +16,7 @@ source "$here/lib.sh"
 COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.8.0}
 TRAEFIK_VERSION=${TRAEFIK_VERSION:-v3.7.13}
+ARGO_ROLLOUTS_VERSION=${ARGO_ROLLOUTS_VERSION:-v1.10.1}
 
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0
 
@@ -101,13 +102,30 @@ GO
   rm -rf "$src"; rmdir "$(dirname "$src")" 2>/dev/null || true
 }
 
+# build_argo_rollouts DIR builds Argo Rollouts' controller from a writable
+# copy of its module (its go.mod replaces k8s.io/*, which go install refuses),
+# and keeps its install.yaml (CRDs, RBAC, Deployment) beside it. v1.10.1 is
+# the newest that builds with this machine's Go (later ones need 1.26.10).
+build_argo_rollouts() {
+  local out=$1 v=$ARGO_ROLLOUTS_VERSION src ro
+  src=$(napwake_cache)/build/argo-rollouts-$v
+  ro=$(go mod download -json "github.com/argoproj/argo-rollouts@$v" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$ro" ] || die "go mod download github.com/argoproj/argo-rollouts@$v gave no directory"
+  rm -rf "$src"; mkdir -p "$(dirname "$src")"
+  cp -r "$ro" "$src"; chmod -R u+w "$src"
+  (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out/.tmp/argo-rollouts" ./cmd/rollouts-controller)
+  cp "$src/manifests/install.yaml" "$out/install.yaml"
+  rm -rf "$src"; rmdir "$(dirname "$src")" 2>/dev/null || true
+}
+
 [ "$#" -gt 0 ] || set -- coredns metrics-server traefik
 for name in "$@"; do
   case $name in
     coredns) version=$COREDNS_VERSION hint="about 2 minutes cold on 2 cores" ;;
     metrics-server) version=$METRICS_SERVER_VERSION hint="about 4.5 minutes cold on 2 cores" ;;
     traefik) version=$TRAEFIK_VERSION hint="about 9 minutes cold on 2 cores, the slowest" ;;
-    *) die "unknown add-on $name (coredns, metrics-server, traefik)" ;;
+    argo-rollouts) version=$ARGO_ROLLOUTS_VERSION hint="about 8 minutes of CPU cold on 2 cores" ;;
+    *) die "unknown add-on $name (coredns, metrics-server, traefik, argo-rollouts)" ;;
   esac
   dir=$(napwake_cache)/$name-$version-$(go env GOVERSION)
   if [ ! -x "$dir/$name" ]; then
