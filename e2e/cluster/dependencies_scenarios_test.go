@@ -70,10 +70,13 @@ func scenarioEnvironmentWakesAsOne(ctx context.Context, ns string) {
 	declare(ctx, ns, "api", "db")
 	pauseAll(ctx, ns)
 	together := requestTheFront(ctx, ns, "client-2")
+	// What woke each is read from its Waking event: its
+	// lastActivitySource says "dependent" only until the doorman stamps
+	// the connections it passed through to it as activity.
 	for _, name := range tiers[1:] {
-		mw, err := fw.ManagedWorkload(ctx, ns, name)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(mw.Status.LastActivitySource).To(Equal(napwakev1alpha1.SourceDependent), name+" is woken as front's dependency")
+		Eventually(func() ([]string, error) {
+			return fw.EventMessages(ctx, ns, "ManagedWorkload", name, napwakev1alpha1.EventWaking)
+		}).Should(ContainElement(ContainSubstring("woken by dependent "+ns+"/front")), name+" is woken as front's dependency")
 	}
 	report := fmt.Sprintf("three-deep chain, each tier Ready %s after it starts: member by member %s, declared (all at once) %s",
 		tierStartup, oneByOne, together)

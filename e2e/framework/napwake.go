@@ -156,6 +156,22 @@ func (f *Framework) EventReasons(ctx context.Context, ns, kind, name string) ([]
 	return reasons, nil
 }
 
+// EventMessages lists the messages of the events with reason on the object
+// kind/name.
+func (f *Framework) EventMessages(ctx context.Context, ns, kind, name, reason string) ([]string, error) {
+	evs, err := f.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fmt.Sprintf("involvedObject.kind=%s,involvedObject.name=%s,reason=%s", kind, name, reason),
+	})
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]string, 0, len(evs.Items))
+	for _, e := range evs.Items {
+		msgs = append(msgs, e.Message)
+	}
+	return msgs, nil
+}
+
 // ScaledDownAt is when the Deployment controller last scaled a ReplicaSet
 // of Deployment name to 0, from its ScalingReplicaSet event (whole seconds);
 // zero when it has not.
