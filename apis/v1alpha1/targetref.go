@@ -38,15 +38,20 @@ func (ref TargetRef) IsApps() bool {
 	return ref.APIVersion == "" || ref.APIVersion == AppsV1
 }
 
-// String is "Deployment/api" for the apps/v1 kinds and
-// "ScalableApp.test.napwake.dev/web" (kind.group/name) for others, as kubectl names them.
-func (ref TargetRef) String() string {
+// QualifiedKind is "Deployment" or "StatefulSet" for the apps/v1 kinds and
+// kind.group ("Rollout.argoproj.io") for others, as kubectl names them.
+func (ref TargetRef) QualifiedKind() string {
 	if ref.IsApps() {
-		return string(ref.Kind) + "/" + ref.Name
+		return string(ref.Kind)
 	}
 	gvk, err := ref.GroupVersionKind()
 	if err != nil || gvk.Group == "" {
-		return string(ref.Kind) + "/" + ref.Name
+		return string(ref.Kind)
 	}
-	return string(ref.Kind) + "." + gvk.Group + "/" + ref.Name
+	return string(ref.Kind) + "." + gvk.Group
+}
+
+// String is QualifiedKind/name: "Deployment/api", "Rollout.argoproj.io/web".
+func (ref TargetRef) String() string {
+	return ref.QualifiedKind() + "/" + ref.Name
 }
