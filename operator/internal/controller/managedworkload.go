@@ -130,15 +130,15 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			mgr.GetLogger().Info("Not watching a --target-kinds kind the API server does not serve", "kind", gvk.String(), "reason", err.Error())
 			continue
 		}
-		b = b.Watches(watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{})))
+		b = b.Watches(watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)))
 	}
 	return b.Complete(r)
 }
 
-// watchable is an object of gvk to watch as metadata only: a change of
-// spec (its generation), of annotations or a deletion is what brings the
-// ManagedWorkload back; status (ready pods) is read at each reconcile.
+// watchable is an object of gvk to watch as metadata only: any change,
+// its status's too (its controller's selector and ready replicas), brings
+// the ManagedWorkload back, as a Deployment's does; what Napwake needs of
+// it is read again in the reconcile.
 func watchable(gvk schema.GroupVersionKind) client.Object {
 	o := &metav1.PartialObjectMetadata{}
 	o.SetGroupVersionKind(gvk)

@@ -71,13 +71,33 @@ func (r *OptInReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if !r.apps() {
 		name = "optin-" + strings.ToLower(r.GVK.Kind+"."+r.GVK.Group)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(obj, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}))).
-		Owns(&napwakev1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.mapNamespace),
-			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(obj, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{})))
+	owned := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	if r.apps() {
+		b = b.Owns(&napwakev1alpha1.ManagedWorkload{}, owned)
+	} else {
+		// Owns needs the owner's Go type in the scheme; a kind read as
+		// metadata has none, so its owned ManagedWorkloads are mapped by
+		// their controller reference.
+		b = b.Watches(&napwakev1alpha1.ManagedWorkload{}, handler.EnqueueRequestsFromMapFunc(r.mapOwned), owned)
+	}
+	return b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.mapNamespace),
+		builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Complete(r)
+}
+
+// mapOwned enqueues the workload of r's kind controlling a ManagedWorkload.
+func (r *OptInReconciler) mapOwned(_ context.Context, o client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(o)
+	if owner == nil || owner.Kind != r.GVK.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(owner.APIVersion); err != nil || gv.Group != r.GVK.Group {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: owner.Name}}}
 }
 
 // ref is the targetRef of r's kind naming name: no apiVersion for the

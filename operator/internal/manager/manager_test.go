@@ -364,3 +364,43 @@ func TestActivityQueriesAreAnsweredThroughTheCache(t *testing.T) {
 		t.Fatalf("error %v, want one naming --prometheus-http-config and the missing CA file", err)
 	}
 }
+
+// TestALabelledWorkloadOfAGivenKindIsManagedThroughItsScale: with
+// --target-kinds naming testenv's ScalableApp, a labelled ScalableApp gets
+// a ManagedWorkload naming its apiVersion, which runs (its scale read
+// through the watch the flag adds), while an unlabelled one gets none
+// (docs/pause.md#other-kinds-of-workload).
+func TestALabelledWorkloadOfAGivenKindIsManagedThroughItsScale(t *testing.T) {
+	must(t, testenv.InstallScalableCRDs(restCfg))
+	gvk := testenv.ScalableAppGVK
+	cfg := testConfig()
+	cfg.TargetKinds = "test.napwake.dev/v1/ScalableApp"
+	start(t, cfg, metrics.New())
+	ctx := context.Background()
+	ns := namespace(t, nil, nil)
+	app := testenv.ScalableApp(gvk, ns, "web", 1, true)
+	app.SetLabels(map[string]string{napwakev1alpha1.LabelEnabled: "true"})
+	must(t, k8s.Create(ctx, app))
+	must(t, k8s.Create(ctx, testenv.ScalableApp(gvk, ns, "other", 1, true)))
+	for _, name := range []string{"web", "other"} {
+		_, err := testenv.FollowScalableApp(ctx, k8s, gvk, ns, name)
+		must(t, err)
+	}
+	testenv.Eventually(t, "ManagedWorkload web, Running", func() error {
+		mw, err := getMW(ns, "web")
+		if err != nil {
+			return err
+		}
+		want := napwakev1alpha1.TargetRef{APIVersion: "test.napwake.dev/v1", Kind: "ScalableApp", Name: "web"}
+		if mw.Spec.TargetRef != want || len(mw.OwnerReferences) != 1 || mw.OwnerReferences[0].Kind != "ScalableApp" {
+			return fmt.Errorf("targetRef %+v owners %v; want %+v owned by the ScalableApp", mw.Spec.TargetRef, mw.OwnerReferences, want)
+		}
+		if mw.Status.Phase != napwakev1alpha1.PhaseRunning {
+			return fmt.Errorf("phase %q conditions %+v", mw.Status.Phase, mw.Status.Conditions)
+		}
+		return nil
+	})
+	if _, err := getMW(ns, "other"); err == nil {
+		t.Error("an unlabelled ScalableApp got a ManagedWorkload")
+	}
+}
