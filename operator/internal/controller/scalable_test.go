@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -174,5 +175,40 @@ func TestAKindNapwakeCannotScaleIsRefusedSayingWhyAndLeftAlone(t *testing.T) {
 				return k8s.Get(f.ctx, f.mw, &napwakev1alpha1.ManagedWorkload{}) != nil
 			})
 		})
+	}
+}
+
+// TestAKindWithoutATemplateIsRoutedToTheDoormanByItsSelector: with the
+// real Router, a paused ScalableApp without spec.template has its Service
+// (selecting the scale selector's labels) routed to the doorman, without a
+// readiness-probe warning it could not make, and unrouted at its wake.
+func TestAKindWithoutATemplateIsRoutedToTheDoormanByItsSelector(t *testing.T) {
+	gvk := testenv.ScalableAppGVK
+	f := scalableFixture(t, gvk, 2, false, gvk)
+	f.r.Router = f.realRouter(k8s)
+	f.ensure(&corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
+	})
+	f.runToRunning()
+	f.clock.Step(11 * time.Minute)
+	f.reconcile()
+	f.followApp(gvk)
+	f.reconcile()
+	routes, slices := f.routed()
+	if len(routes) != 1 || routes[0].Service != "web" || len(slices) == 0 {
+		t.Fatalf("routes %+v, %d slices; want Service web routed to the doorman", routes, len(slices))
+	}
+	c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionWakeOnRequest)
+	if c == nil || c.Status != metav1.ConditionTrue || strings.Contains(c.Message, "readiness") {
+		t.Fatalf("WakeOnRequest %+v; want True, with no readiness-probe warning", c)
+	}
+	f.clock.Step(time.Minute)
+	f.annotate(testenv.ScalableApp(gvk, f.ns, "web", 0, false), types.NamespacedName{Namespace: f.ns, Name: "web"}, napwakev1alpha1.AnnotationWakeRequested, f.stamp())
+	f.reconcile()
+	f.followApp(gvk)
+	f.reconcile()
+	if routes, slices := f.routed(); len(routes) != 0 || len(slices) != 0 || f.appReplicas(gvk) != 2 {
+		t.Fatalf("after the wake: routes %+v, %d slices, %d replicas; want none, none, 2", routes, len(slices), f.appReplicas(gvk))
 	}
 }
