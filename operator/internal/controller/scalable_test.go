@@ -1,16 +1,21 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/workload"
@@ -210,5 +215,48 @@ func TestAKindWithoutATemplateIsRoutedToTheDoormanByItsSelector(t *testing.T) {
 	f.reconcile()
 	if routes, slices := f.routed(); len(routes) != 0 || len(slices) != 0 || f.appReplicas(gvk) != 2 {
 		t.Fatalf("after the wake: routes %+v, %d slices, %d replicas; want none, none, 2", routes, len(slices), f.appReplicas(gvk))
+	}
+}
+
+// TestAKindTheOperatorMayNotScaleIsRefusedNamingRBAC: the operator, as a
+// user granted the ScalableApps but not their scale (the chart's rule
+// missing), gives TargetNotScalable naming the scale subresource and
+// operator.targetKinds, and leaves the replicas alone.
+func TestAKindTheOperatorMayNotScaleIsRefusedNamingRBAC(t *testing.T) {
+	gvk := testenv.ScalableAppGVK
+	f := scalableFixture(t, gvk, 2, true, gvk)
+	user := "napwake-without-scale-" + f.ns
+	must(t, k8s.Create(f.ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"napwake.dev"}, Resources: []string{"managedworkloads", "managedworkloads/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"test.napwake.dev"}, Resources: []string{"scalableapps"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}))
+	must(t, k8s.Create(f.ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}))
+	cfg := rest.CopyConfig(restCfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	limited, err := client.New(cfg, client.Options{Scheme: scheme})
+	must(t, err)
+	f.r = f.reconciler(limited)
+	f.r.TargetKinds = []schema.GroupVersionKind{gvk}
+	testenv.Eventually(t, "refused naming the scale subresource", func() error { // RBAC takes a moment to apply
+		if _, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: f.mw}); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionTargetAvailable)
+		if c == nil || c.Reason != napwakev1alpha1.ReasonTargetNotScalable || !strings.Contains(c.Message, "may not read the scale subresource") ||
+			!strings.Contains(c.Message, "operator.targetKinds") {
+			return fmt.Errorf("TargetAvailable %+v", c)
+		}
+		return nil
+	})
+	if n := f.appReplicas(gvk); n != 2 {
+		t.Fatalf("replicas %d, want 2 untouched", n)
 	}
 }
