@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -382,6 +383,19 @@ func TestALabelledWorkloadOfAGivenKindIsManagedThroughItsScale(t *testing.T) {
 	app.SetLabels(map[string]string{napwakev1alpha1.LabelEnabled: "true"})
 	must(t, k8s.Create(ctx, app))
 	must(t, k8s.Create(ctx, testenv.ScalableApp(gvk, ns, "other", 1, true)))
+	// No controller has written its selector yet: refused, until the
+	// watch --target-kinds adds brings the status write below (the sync
+	// period, a minute, is beyond the wait).
+	testenv.Eventually(t, "ManagedWorkload web, refused for its empty selector", func() error {
+		mw, err := getMW(ns, "web")
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c == nil || c.Reason != napwakev1alpha1.ReasonTargetNotScalable {
+			return fmt.Errorf("TargetAvailable %+v", c)
+		}
+		return nil
+	})
 	for _, name := range []string{"web", "other"} {
 		_, err := testenv.FollowScalableApp(ctx, k8s, gvk, ns, name)
 		must(t, err)
