@@ -278,7 +278,8 @@ func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.Managed
 	key := types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}
 	var replicas *int32
 	r.templates = append(r.templates, tmpl)
-	if !mw.Spec.TargetRef.IsApps() {
+	switch {
+	case !mw.Spec.TargetRef.IsApps():
 		gvk, err := mw.Spec.TargetRef.GroupVersionKind()
 		if err != nil {
 			return 0, err
@@ -290,13 +291,13 @@ func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.Managed
 		}
 		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		replicas = ptr.To(int32(n))
-	} else if mw.Spec.TargetRef.Kind == napwakev1alpha1.KindStatefulSet {
+	case mw.Spec.TargetRef.Kind == napwakev1alpha1.KindStatefulSet:
 		s := &appsv1.StatefulSet{}
 		if err := k8s.Get(ctx, key, s); err != nil {
 			return 0, err
 		}
 		replicas = s.Spec.Replicas
-	} else {
+	default:
 		d := &appsv1.Deployment{}
 		if err := k8s.Get(ctx, key, d); err != nil {
 			return 0, err

@@ -27,8 +27,8 @@ import (
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/routing/epslice"
 	"napwake.dev/operator/internal/routing/plan"
-	"napwake.dev/operator/internal/workload"
 	"napwake.dev/operator/internal/routing/ports"
+	"napwake.dev/operator/internal/workload"
 )
 
 // maxRoutes is the most routes or holds a ManagedWorkload's status accepts

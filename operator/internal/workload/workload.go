@@ -279,4 +279,3 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
-
