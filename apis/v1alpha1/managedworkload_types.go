@@ -21,7 +21,7 @@ const (
 
 // TargetRef names the workload a ManagedWorkload pauses. It lives in the
 // ManagedWorkload's namespace.
-// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && self.apiVersion != ” || self.kind == 'Deployment' || self.kind == 'StatefulSet'",message="targetRef.apiVersion is required for any kind but Deployment and StatefulSet (which mean apps/v1)"
+// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && size(self.apiVersion) > 0 || self.kind == 'Deployment' || self.kind == 'StatefulSet'",message="targetRef.apiVersion is required for any kind but Deployment and StatefulSet (which mean apps/v1)"
 type TargetRef struct {
 	// APIVersion is the kind's group/version, e.g. argoproj.io/v1alpha1.
 	// Empty, Deployment and StatefulSet mean apps/v1; any other kind needs it.
