@@ -262,8 +262,14 @@ func scaleBack(ctx context.Context, c client.Client, mw *napwakev1alpha1.Managed
 		return out
 	}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: mw.Namespace, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return out // gone (or its kind is): nothing to restore, its slices still go
+		if apierrors.IsNotFound(err) {
+			return out // gone: nothing to restore, its slices still go
+		}
+		if meta.IsNoMatchError(err) {
+			// Never taken for gone: its finalizer would go, and a paused
+			// workload of a kind this client cannot map stay at zero.
+			out.Err = fmt.Errorf("reading it: the API server serves no kind %s (is its CRD installed?): %w", ref.QualifiedKind(), err)
+			return out
 		}
 		out.Err = fmt.Errorf("reading it: %w", err)
 		return out
