@@ -260,3 +260,27 @@ func TestAKindTheOperatorMayNotScaleIsRefusedNamingRBAC(t *testing.T) {
 		t.Fatalf("replicas %d, want 2 untouched", n)
 	}
 }
+
+// TestDeletingThePausedManagedWorkloadOfAnotherKindRestoresIt: the
+// finalizer scales a paused ScalableApp back to its saved count through
+// its scale subresource before letting the ManagedWorkload go.
+func TestDeletingThePausedManagedWorkloadOfAnotherKindRestoresIt(t *testing.T) {
+	gvk := testenv.ScalableAppGVK
+	f := scalableFixture(t, gvk, 3, true, gvk)
+	f.runToRunning()
+	f.clock.Step(11 * time.Minute)
+	f.reconcile()
+	f.followApp(gvk)
+	f.reconcile()
+	if mw := f.managedWorkload(); mw.Status.Phase != napwakev1alpha1.PhasePaused || f.appReplicas(gvk) != 0 {
+		t.Fatalf("phase %q replicas %d, want Paused at 0", mw.Status.Phase, f.appReplicas(gvk))
+	}
+	must(t, k8s.Delete(f.ctx, f.managedWorkload()))
+	f.reconcile()
+	if n := f.appReplicas(gvk); n != 3 {
+		t.Fatalf("replicas %d once its ManagedWorkload was deleted, want the 3 saved", n)
+	}
+	testenv.EventuallyTrue(t, "the ManagedWorkload gone", func() bool {
+		return k8s.Get(f.ctx, f.mw, &napwakev1alpha1.ManagedWorkload{}) != nil
+	})
+}
