@@ -42,10 +42,10 @@ func Get(ctx context.Context, c client.Client, obj client.Object) (*autoscalingv
 }
 
 // Update writes s (read by Get, with its resourceVersion) back through
-// obj's scale subresource.
-func Update(ctx context.Context, c client.Client, obj client.Object, s *autoscalingv1.Scale) error {
+// obj's scale subresource; opts such as client.DryRunAll apply to the write.
+func Update(ctx context.Context, c client.Client, obj client.Object, s *autoscalingv1.Scale, opts ...client.SubResourceUpdateOption) error {
 	if _, ok := obj.(runtime.Unstructured); !ok {
-		return c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(s))
+		return c.SubResource("scale").Update(ctx, obj, append(opts, client.WithSubResourceBody(s))...)
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
@@ -53,5 +53,5 @@ func Update(ctx context.Context, c client.Client, obj client.Object, s *autoscal
 	}
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(GVK)
-	return c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(u))
+	return c.SubResource("scale").Update(ctx, obj, append(opts, client.WithSubResourceBody(u))...)
 }

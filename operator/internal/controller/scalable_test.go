@@ -219,45 +219,61 @@ func TestAKindWithoutATemplateIsRoutedToTheDoormanByItsSelector(t *testing.T) {
 }
 
 // TestAKindTheOperatorMayNotScaleIsRefusedNamingRBAC: the operator, as a
-// user granted the ScalableApps but not their scale (the chart's rule
-// missing), gives TargetNotScalable naming the scale subresource and
-// operator.targetKinds, and leaves the replicas alone.
+// user granted the ScalableApps but not their scale, or their scale only
+// to read (the chart's rule missing or cut), gives TargetNotScalable
+// naming what it may not do and operator.targetKinds, before any pause is
+// recorded, and leaves the replicas alone.
 func TestAKindTheOperatorMayNotScaleIsRefusedNamingRBAC(t *testing.T) {
-	gvk := testenv.ScalableAppGVK
-	f := scalableFixture(t, gvk, 2, true, gvk)
-	user := "napwake-without-scale-" + f.ns
-	must(t, k8s.Create(f.ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"napwake.dev"}, Resources: []string{"managedworkloads", "managedworkloads/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"test.napwake.dev"}, Resources: []string{"scalableapps"}, Verbs: []string{"get", "list", "watch"}},
-		},
-	}))
-	must(t, k8s.Create(f.ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}))
-	cfg := rest.CopyConfig(restCfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	limited, err := client.New(cfg, client.Options{Scheme: scheme})
-	must(t, err)
-	f.r = f.reconciler(limited)
-	f.r.TargetKinds = []schema.GroupVersionKind{gvk}
-	testenv.Eventually(t, "refused naming the scale subresource", func() error { // RBAC takes a moment to apply
-		if _, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: f.mw}); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionTargetAvailable)
-		if c == nil || c.Reason != napwakev1alpha1.ReasonTargetNotScalable || !strings.Contains(c.Message, "may not read the scale subresource") ||
-			!strings.Contains(c.Message, "operator.targetKinds") {
-			return fmt.Errorf("TargetAvailable %+v", c)
-		}
-		return nil
-	})
-	if n := f.appReplicas(gvk); n != 2 {
-		t.Fatalf("replicas %d, want 2 untouched", n)
+	for _, tc := range []struct {
+		name  string
+		scale []string // verbs on scalableapps/scale
+		want  string
+	}{
+		{"its scale not readable", nil, "may not read the scale subresource"},
+		{"its scale readable, not writable", []string{"get"}, "may not update the scale subresource"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gvk := testenv.ScalableAppGVK
+			f := scalableFixture(t, gvk, 2, true, gvk)
+			user := "napwake-without-scale-" + f.ns
+			rules := []rbacv1.PolicyRule{
+				{APIGroups: []string{"napwake.dev"}, Resources: []string{"managedworkloads", "managedworkloads/status"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+				{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"test.napwake.dev"}, Resources: []string{"scalableapps"}, Verbs: []string{"get", "list", "watch"}},
+			}
+			if tc.scale != nil {
+				rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"test.napwake.dev"}, Resources: []string{"scalableapps/scale"}, Verbs: tc.scale})
+			}
+			must(t, k8s.Create(f.ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}))
+			must(t, k8s.Create(f.ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: user},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+			}))
+			cfg := rest.CopyConfig(restCfg)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+			limited, err := client.New(cfg, client.Options{Scheme: scheme})
+			must(t, err)
+			f.r = f.reconciler(limited)
+			f.r.TargetKinds = []schema.GroupVersionKind{gvk}
+			f.clock.Step(time.Hour) // long idle: a pause would be due
+
+			// RBAC takes a moment to apply.
+			testenv.Eventually(t, "refused naming what it may not do", func() error {
+				if _, err := f.r.Reconcile(f.ctx, reconcile.Request{NamespacedName: f.mw}); err != nil {
+					return err
+				}
+				c := meta.FindStatusCondition(f.managedWorkload().Status.Conditions, napwakev1alpha1.ConditionTargetAvailable)
+				if c == nil || c.Reason != napwakev1alpha1.ReasonTargetNotScalable || !strings.Contains(c.Message, tc.want) ||
+					!strings.Contains(c.Message, "operator.targetKinds") {
+					return fmt.Errorf("TargetAvailable %+v", c)
+				}
+				return nil
+			})
+			if mw := f.managedWorkload(); mw.Status.Pause != nil || f.appReplicas(gvk) != 2 {
+				t.Fatalf("pause %+v replicas %d; want no pause recorded, 2 untouched", mw.Status.Pause, f.appReplicas(gvk))
+			}
+		})
 	}
 }
 

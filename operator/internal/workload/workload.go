@@ -154,9 +154,9 @@ type Target struct {
 
 // Get reads the target ref names in namespace; found is false when the
 // object does not exist. A kind the operator is not given, not served,
-// forbidden, without a scale subresource or without a readable selector is
-// a *NotScalableError naming why. The object is read through c (the cache
-// for a kind the operator watches), its scale always live.
+// forbidden (to read it, read its scale, or write its scale: a dry run
+// asks), without a scale subresource or without a readable selector is a
+// *NotScalableError naming why. The object and its scale are read live.
 func Get(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind, namespace string, ref napwakev1alpha1.TargetRef) (t Target, found bool, err error) {
 	gvk, err := ref.GroupVersionKind()
 	if err != nil {
@@ -198,6 +198,17 @@ func Get(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind, 
 	sel, err := ParseSelector(s.Status.Selector)
 	if err != nil {
 		return Target{}, false, notScalable("%s", NoSelector(gvk, s.Status.Selector, err))
+	}
+	// May the operator write it? A dry run of the same count asks the API
+	// server, before any pause is recorded, so that no pause begins that
+	// could not scale.
+	if err := scale.Update(ctx, c, obj, s.DeepCopy(), client.DryRunAll); err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			return Target{}, false, notScalable("%s", Forbidden(gvk, "update the scale subresource"))
+		case !apierrors.IsConflict(err): // a conflict: changed since read, read again next time
+			return Target{}, false, fmt.Errorf("trying a write of the scale of %s %s/%s: %w", gvk.Kind, namespace, ref.Name, err)
+		}
 	}
 	t = Target{Obj: obj, Scale: s, Selector: sel}
 	t.Template, t.TemplateNote = TemplateOf(obj.Object, sel)
