@@ -4,8 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TargetKind names the kinds of workload Napwake can pause.
-// +kubebuilder:validation:Enum=Deployment;StatefulSet
+// TargetKind names the kind of workload a ManagedWorkload pauses:
+// Deployment or StatefulSet (apps/v1), or any kind with a scale subresource
+// that the operator is given (--target-kinds; docs/pause.md#other-kinds-of-workload).
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
 type TargetKind string
 
 const (
@@ -15,10 +19,19 @@ const (
 	KindStatefulSet TargetKind = "StatefulSet"
 )
 
-// TargetRef names the Deployment or StatefulSet a ManagedWorkload pauses. It
-// lives in the ManagedWorkload's namespace.
+// TargetRef names the workload a ManagedWorkload pauses. It lives in the
+// ManagedWorkload's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && size(self.apiVersion) > 0 || self.kind == 'Deployment' || self.kind == 'StatefulSet'",message="targetRef.apiVersion is required for any kind but Deployment and StatefulSet (which mean apps/v1)"
 type TargetRef struct {
-	// Kind is Deployment or StatefulSet.
+	// APIVersion is the kind's group/version, e.g. argoproj.io/v1alpha1.
+	// Empty, Deployment and StatefulSet mean apps/v1; any other kind needs it.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$`
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind is Deployment, StatefulSet, or another kind with a scale
+	// subresource (then apiVersion is required).
 	// +required
 	Kind TargetKind `json:"kind"`
 
@@ -102,7 +115,8 @@ type DependencyRef struct {
 // ManagedWorkloadSpec is what the user asks of Napwake for one workload.
 // +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef",message="targetRef is immutable; delete and recreate the ManagedWorkload to manage another workload"
 type ManagedWorkloadSpec struct {
-	// TargetRef names the Deployment or StatefulSet to pause. Immutable.
+	// TargetRef names the Deployment, StatefulSet or other scalable workload
+	// to pause. Immutable.
 	// +required
 	TargetRef TargetRef `json:"targetRef"`
 

@@ -152,7 +152,8 @@ const (
 const (
 	// ConditionWakeOnRequest says whether requests reach the doorman.
 	ConditionWakeOnRequest = "WakeOnRequest"
-	// ConditionTargetAvailable says whether the Deployment/StatefulSet exists.
+	// ConditionTargetAvailable says whether the target exists and can be
+	// paused through its scale subresource.
 	ConditionTargetAvailable = "TargetAvailable"
 	// ConditionActivitySignals says which idle-detection signals are in use.
 	ConditionActivitySignals = "ActivitySignals"
@@ -269,6 +270,12 @@ const (
 const (
 	ReasonTargetFound    = "TargetFound"
 	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetNotScalable: the target's kind cannot be paused by
+	// Napwake, and the message says why: the API server serves no such
+	// kind, the operator is not given it (--target-kinds) or may not read
+	// or scale it, it has no scale subresource, or its scale names no pod
+	// selector. Nothing is paused or scaled.
+	ReasonTargetNotScalable = "TargetNotScalable"
 )
 
 // Reasons of the ActivitySignals condition.
@@ -310,6 +317,7 @@ const (
 	EventRunning                 = "Running"
 	EventUnsupportedLB           = "UnsupportedLoadBalancer"
 	EventTargetNotFound          = "TargetNotFound"
+	EventTargetNotScalable       = "TargetNotScalable"
 	// EventForecastHold: the forecast kept the workload awake at its idle
 	// pause (autoResume's hold).
 	EventForecastHold = "ForecastHold"

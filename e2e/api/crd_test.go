@@ -112,7 +112,9 @@ func TestInvalidManagedWorkloadsAreRefused(t *testing.T) {
 	}{
 		{"a missing targetRef", map[string]any{}, "spec.targetRef"},
 		{"a targetRef without a name", map[string]any{"targetRef": map[string]any{"kind": "Deployment"}}, "spec.targetRef.name"},
-		{"an unknown kind", map[string]any{"targetRef": map[string]any{"kind": "DaemonSet", "name": "api"}}, "spec.targetRef.kind"},
+		{"a kind other than Deployment and StatefulSet without apiVersion", map[string]any{"targetRef": map[string]any{"kind": "Rollout", "name": "api"}}, "targetRef.apiVersion is required"},
+		{"a kind that is not a kind's name", map[string]any{"targetRef": map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "rollout", "name": "api"}}, "spec.targetRef.kind"},
+		{"an apiVersion that is not group/version", map[string]any{"targetRef": map[string]any{"apiVersion": "argoproj.io/v1alpha1/Rollout", "kind": "Rollout", "name": "api"}}, "spec.targetRef.apiVersion"},
 		{"a target name that is not a DNS name", map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": "API_1"}}, "spec.targetRef.name"},
 		{"a forecast mode that is neither Act nor Observe", withTarget(map[string]any{"forecast": map[string]any{"mode": "Sometimes"}}), "spec.forecast.mode"},
 		{"a forecast learnFrom that is neither people nor activity", withTarget(map[string]any{"forecast": map[string]any{"learnFrom": "robots"}}), "spec.forecast.learnFrom"},
@@ -154,6 +156,26 @@ func TestInvalidManagedWorkloadsAreRefused(t *testing.T) {
 				t.Errorf("the message does not name %s: %v", tt.wantField, err)
 			}
 		})
+	}
+}
+
+// TestATargetOfAnyKindWithItsAPIVersionIsAccepted: a kind other than the
+// apps/v1 two is accepted with its apiVersion (whether the operator can
+// pause it is said in its status, TargetNotScalable), and a Deployment
+// with apps/v1 spelled out as without.
+func TestATargetOfAnyKindWithItsAPIVersionIsAccepted(t *testing.T) {
+	for i, ref := range []napwakev1alpha1.TargetRef{
+		{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "web"},
+		{APIVersion: "apps/v1", Kind: napwakev1alpha1.KindDeployment, Name: "api"},
+		{APIVersion: "v1", Kind: "ReplicationController", Name: "rc"},
+	} {
+		mw := &napwakev1alpha1.ManagedWorkload{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("any-kind-%d", i), Namespace: "default"},
+			Spec:       napwakev1alpha1.ManagedWorkloadSpec{TargetRef: ref},
+		}
+		if err := k8s.Create(context.Background(), mw); err != nil {
+			t.Errorf("targetRef %+v refused: %v", ref, err)
+		}
 	}
 }
 

@@ -17,6 +17,20 @@ import (
 func componentValueCases() []valueCase {
 	return []valueCase{
 		{
+			name: "operator.targetKinds reaches --target-kinds and the operator's ClusterRole",
+			args: []string{"--set", "operator.targetKinds[0].apiGroup=argoproj.io", "--set", "operator.targetKinds[0].version=v1alpha1",
+				"--set", "operator.targetKinds[0].kind=Rollout", "--set", "operator.targetKinds[0].resource=rollouts",
+				"--set", "operator.targetKinds[1].version=v1",
+				"--set", "operator.targetKinds[1].kind=ReplicationController", "--set", "operator.targetKinds[1].resource=replicationcontrollers"},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				wantFlag(t, container(t, objs.deployment(t, operatorName)), "target-kinds", "argoproj.io/v1alpha1/Rollout,v1/ReplicationController")
+				if !operatorGrants(t, objs, "argoproj.io", "rollouts/scale", "update") || !operatorGrants(t, objs, "", "replicationcontrollers", "watch") {
+					t.Error("the listed kinds are not granted")
+				}
+			},
+		},
+		{
 			name: "defaults.wake ask reaches the operator's --default-wake",
 			args: []string{"--set", "defaults.wake=ask"},
 			check: func(t *testing.T, objs objects) {

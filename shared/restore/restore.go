@@ -20,7 +20,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	napwakescale "napwake.dev/shared/scale"
 )
 
 // Options says where to restore and how long to wait.
@@ -232,21 +233,29 @@ func stopOperator(ctx context.Context, c client.Client, key types.NamespacedName
 	return nil
 }
 
-// targetObject is an empty object of the kind ref names.
+// targetObject is an empty object of the kind ref names: typed for apps/v1
+// Deployments and StatefulSets, unstructured of ref's GVK for any other
+// kind, which is scaled back through its scale subresource as well.
 func targetObject(ref napwakev1alpha1.TargetRef) (client.Object, error) {
-	switch ref.Kind {
-	case napwakev1alpha1.KindDeployment:
+	if ref.IsApps() {
+		if ref.Kind == napwakev1alpha1.KindStatefulSet {
+			return &appsv1.StatefulSet{}, nil
+		}
 		return &appsv1.Deployment{}, nil
-	case napwakev1alpha1.KindStatefulSet:
-		return &appsv1.StatefulSet{}, nil
 	}
-	return nil, fmt.Errorf("kind %q is not one this version restores", ref.Kind)
+	gvk, err := ref.GroupVersionKind()
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
 }
 
 // scaleBack scales mw's target to what its pause saved, if it is below.
 func scaleBack(ctx context.Context, c client.Client, mw *napwakev1alpha1.ManagedWorkload) Outcome {
 	ref := mw.Spec.TargetRef
-	out := Outcome{ManagedWorkload: client.ObjectKeyFromObject(mw), Target: string(ref.Kind) + "/" + ref.Name, ref: ref}
+	out := Outcome{ManagedWorkload: client.ObjectKeyFromObject(mw), Target: ref.String(), ref: ref}
 	obj, err := targetObject(ref)
 	if err != nil {
 		out.Err = err
@@ -256,11 +265,17 @@ func scaleBack(ctx context.Context, c client.Client, mw *napwakev1alpha1.Managed
 		if apierrors.IsNotFound(err) {
 			return out // gone: nothing to restore, its slices still go
 		}
+		if meta.IsNoMatchError(err) {
+			// Never taken for gone: its finalizer would go, and a paused
+			// workload of a kind this client cannot map stay at zero.
+			out.Err = fmt.Errorf("reading it: the API server serves no kind %s (is its CRD installed?): %w", ref.QualifiedKind(), err)
+			return out
+		}
 		out.Err = fmt.Errorf("reading it: %w", err)
 		return out
 	}
-	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(ctx, obj, scale); err != nil {
+	scale, err := napwakescale.Get(ctx, c, obj)
+	if err != nil {
 		out.Err = fmt.Errorf("reading its scale: %w", err)
 		return out
 	}
@@ -282,12 +297,12 @@ func scaleBack(ctx context.Context, c client.Client, mw *napwakev1alpha1.Managed
 // again on a conflict.
 func setReplicas(ctx context.Context, c client.Client, obj client.Object, replicas int32) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		scale := &autoscalingv1.Scale{}
-		if err := c.SubResource("scale").Get(ctx, obj, scale); err != nil {
+		scale, err := napwakescale.Get(ctx, c, obj)
+		if err != nil {
 			return err
 		}
 		scale.Spec.Replicas = replicas
-		return c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(scale))
+		return napwakescale.Update(ctx, c, obj, scale)
 	})
 }
 
@@ -319,7 +334,7 @@ func waitReady(ctx context.Context, c client.Client, r *Report, o Options, say f
 			if err := c.Get(ctx, types.NamespacedName{Namespace: mw.Namespace, Name: out.ref.Name}, obj); err != nil {
 				continue
 			}
-			out.Ready = readyReplicas(obj)
+			out.Ready = readyReplicas(ctx, c, obj)
 			if out.Ready > 0 {
 				say("  %s: %d Ready after %s", mw, out.Ready, time.Since(start).Round(time.Second))
 			}
@@ -328,14 +343,37 @@ func waitReady(ctx context.Context, c client.Client, r *Report, o Options, say f
 	})
 }
 
-func readyReplicas(obj client.Object) int32 {
+// readyReplicas is status.readyReplicas of a Deployment or StatefulSet;
+// for another kind, the Ready pods matching its scale's status.selector,
+// as the operator counts them (docs/pause.md#other-kinds-of-workload).
+func readyReplicas(ctx context.Context, c client.Client, obj client.Object) int32 {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		return o.Status.ReadyReplicas
 	case *appsv1.StatefulSet:
 		return o.Status.ReadyReplicas
 	}
-	return 0
+	scale, err := napwakescale.Get(ctx, c, obj)
+	if err != nil || scale.Status.Selector == "" {
+		return 0
+	}
+	sel, err := labels.Parse(scale.Status.Selector)
+	if err != nil {
+		return 0
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return 0
+	}
+	var n int32
+	for i := range pods.Items {
+		for _, cond := range pods.Items[i].Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && pods.Items[i].DeletionTimestamp == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // removeSlices deletes every EndpointSlice Napwake wrote in namespace ("" is

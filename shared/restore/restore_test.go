@@ -3,6 +3,7 @@ package restore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -407,5 +408,53 @@ func TestRestoreReleasesOnlyWhatNapwakeHeld(t *testing.T) {
 	}
 	if got := e.replicas("api"); got != 2 {
 		t.Errorf("api has %d replicas, want its saved 2", got)
+	}
+}
+
+// TestAnUninstallRestoresAKindWithAScaleSubresource: a paused workload of
+// another kind (testenv's ScalableApp) is scaled back through its scale
+// subresource to the count its pause saved, and its Ready pods are counted
+// from its scale's selector (docs/pause.md#other-kinds-of-workload).
+func TestAnUninstallRestoresAKindWithAScaleSubresource(t *testing.T) {
+	must(t, testenv.InstallScalableCRDs(config))
+	e := newEnv(t)
+	gvk := testenv.ScalableAppGVK
+	must(t, k8s.Create(e.ctx, testenv.ScalableApp(gvk, e.ns, "web", 0, true)))
+	_, err := testenv.FollowScalableApp(e.ctx, k8s, gvk, e.ns, "web")
+	must(t, err)
+	mw := &napwakev1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web", Finalizers: []string{napwakev1alpha1.Finalizer}},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{
+			APIVersion: gvk.GroupVersion().String(), Kind: napwakev1alpha1.TargetKind(gvk.Kind), Name: "web",
+		}},
+	}
+	must(t, k8s.Create(e.ctx, mw))
+	mw.Status.Phase = napwakev1alpha1.PhasePaused
+	mw.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: metav1.Now(), Replicas: 2, Reason: napwakev1alpha1.PauseIdle}
+	must(t, k8s.Status().Update(e.ctx, mw))
+
+	done := make(chan struct{})
+	go func() { // its controller, once scaled back: Ready pods and status
+		defer close(done)
+		testenv.Eventually(t, "web scaled back", func() error {
+			n, err := testenv.FollowScalableApp(e.ctx, k8s, gvk, e.ns, "web")
+			if err == nil && n == 0 {
+				err = errors.New("still at 0")
+			}
+			return err
+		})
+	}()
+	r, err := Run(e.ctx, k8s, Options{Namespace: e.ns, ReadyTimeout: 20 * time.Second, Poll: 50 * time.Millisecond})
+	<-done
+	must(t, err)
+	must(t, r.Err())
+	o := outcomeOf(r, "web")
+	if o.Target != "ScalableApp.test.napwake.dev/web" || o.From != 0 || o.To != 2 || o.Ready != 2 {
+		t.Fatalf("outcome %+v; want ScalableApp.test.napwake.dev/web 0 → 2, 2 Ready", o)
+	}
+	u := testenv.ScalableApp(gvk, e.ns, "web", 0, false)
+	must(t, k8s.Get(e.ctx, client.ObjectKeyFromObject(u), u))
+	if n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); n != 2 {
+		t.Fatalf("spec.replicas %d after the restore, want its saved 2", n)
 	}
 }

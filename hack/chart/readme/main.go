@@ -188,8 +188,10 @@ func defaultOf(v *yaml.Node) string {
 
 const header = `# Napwake Helm chart
 
-Napwake pauses idle Deployments and StatefulSets by scaling them to zero, and
-wakes them when a request arrives, through a TCP proxy called the doorman.
+Napwake pauses idle Deployments and StatefulSets (and any other kind with a
+scale subresource that ` + "`operator.targetKinds`" + ` lists) by scaling them to
+zero, and wakes them when a request arrives, through a TCP proxy called the
+doorman.
 
 ` + "```" + `bash
 kubectl create namespace napwake-system

@@ -10,11 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/testenv"
 )
 
 // TestRestoreScalesBackAndRemovesRoutesWithoutTheOperator: `kubectl napwake
@@ -79,5 +81,46 @@ func TestRestoreScalesBackAndRemovesRoutesWithoutTheOperator(t *testing.T) {
 	}
 	if r := run(t, adminKubeconfig, nil, "restore", "--timeout", "0s"); r.err == nil || !strings.Contains(r.err.Error(), "--timeout must be more than 0s") {
 		t.Errorf("restore --timeout 0s: err = %v, want it refused naming the flag", r.err)
+	}
+}
+
+// TestRestoreScalesBackAKindWithAScaleSubresource: the plugin's restore
+// scales a paused workload of another kind (testenv's ScalableApp, a kind
+// its static mapping does not know) back to its saved replicas through its
+// scale subresource, finding the kind by discovery.
+func TestRestoreScalesBackAKindWithAScaleSubresource(t *testing.T) {
+	ctx := context.Background()
+	if err := testenv.InstallScalableCRDs(env.Config); err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, "restore-kind")
+	gvk := testenv.ScalableAppGVK
+	if err := admin.Create(ctx, testenv.ScalableApp(gvk, ns, "web", 0, true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.FollowScalableApp(ctx, admin, gvk, ns, "web"); err != nil {
+		t.Fatal(err)
+	}
+	createWorkload(t, &napwakev1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{APIVersion: "test.napwake.dev/v1", Kind: "ScalableApp", Name: "web"}},
+		Status: napwakev1alpha1.ManagedWorkloadStatus{
+			Phase: napwakev1alpha1.PhasePaused,
+			Pause: &napwakev1alpha1.PauseStatus{StartedAt: at(-10 * time.Minute), Replicas: 2, Reason: napwakev1alpha1.PauseIdle},
+		},
+	})
+	r := run(t, adminKubeconfig, nil, "restore", "-n", ns, "--timeout", "1s")
+	if r.err != nil {
+		t.Fatalf("restore: %v\n%s%s", r.err, r.out, r.errOut)
+	}
+	u := testenv.ScalableApp(gvk, ns, "web", 0, false)
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); n != 2 {
+		t.Fatalf("spec.replicas %d after restore, want its saved 2\n%s", n, r.out)
+	}
+	if !strings.Contains(r.out, "ScalableApp.test.napwake.dev/web 0 → 2 replicas") {
+		t.Errorf("restore's output does not name it:\n%s", r.out)
 	}
 }

@@ -64,6 +64,9 @@ func (o *Options) runSavings(ctx context.Context, format string) error {
 func targetRequests(ctx context.Context, c client.Client, mw *napwakev1alpha1.ManagedWorkload) render.Requests {
 	key := types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}
 	var spec *corev1.PodSpec
+	if !mw.Spec.TargetRef.IsApps() {
+		return render.Requests{} // another kind's template is not read here
+	}
 	switch mw.Spec.TargetRef.Kind {
 	case napwakev1alpha1.KindDeployment:
 		d := &appsv1.Deployment{}

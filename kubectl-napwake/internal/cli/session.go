@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/shared/restore"
@@ -36,8 +37,24 @@ var scheme = func() *runtime.Scheme {
 
 // restMapper maps the plugin's few kinds statically, so no command needs
 // discovery (which logs noisily and costs round trips); whether the CRD is
-// installed is asked only when an answer needs explaining.
-func restMapper() meta.RESTMapper {
+// installed is asked only when an answer needs explaining. Any other kind
+// (a ManagedWorkload's target of another kind, which restore scales back:
+// docs/pause.md#other-kinds-of-workload) is looked up through discovery,
+// lazily, only when asked for.
+func restMapper(cfg *rest.Config) (meta.RESTMapper, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	discovered, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{staticRESTMapper(), discovered}}, nil
+}
+
+// staticRESTMapper maps the kinds the plugin always reads.
+func staticRESTMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(napwakev1alpha1.GroupVersion.WithKind("ManagedWorkload"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
@@ -80,7 +97,11 @@ func (o *Options) connect() (*session, error) {
 	}
 	sc := &serverClock{}
 	cfg.Wrap(sc.wrap)
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: restMapper()})
+	mapper, err := restMapper(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
 	}

@@ -33,7 +33,7 @@ func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []cor
 	kv := table{}
 	kv.add(txt("Name:"), txt(mw.Name))
 	kv.add(txt("Namespace:"), txt(mw.Namespace))
-	kv.add(txt("Target:"), txt(string(mw.Spec.TargetRef.Kind)+"/"+mw.Spec.TargetRef.Name))
+	kv.add(txt("Target:"), txt(describeTarget(mw.Spec.TargetRef)))
 	kv.add(txt("Phase:"), phaseCell(s.Phase))
 	if s.Pause != nil {
 		label := "Pause:"
@@ -201,4 +201,14 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// describeTarget is "Deployment/api", or for a kind other than apps/v1's
+// "Rollout/web (argoproj.io/v1alpha1)".
+func describeTarget(ref napwakev1alpha1.TargetRef) string {
+	s := string(ref.Kind) + "/" + ref.Name
+	if !ref.IsApps() && ref.APIVersion != "" {
+		s += " (" + ref.APIVersion + ")"
+	}
+	return s
 }

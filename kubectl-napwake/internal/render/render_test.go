@@ -297,3 +297,24 @@ func TestTurnedAwayThisPauseIgnoresAnEarlierPause(t *testing.T) {
 		t.Errorf("an earlier pause's count: got %d, want 0", got)
 	}
 }
+
+// TestATargetOfAnotherKindIsNamedWithItsGroup: status names a target
+// kind.group/name as kubectl does, describe Kind/name and its apiVersion,
+// when it is not an apps/v1 Deployment or StatefulSet.
+func TestATargetOfAnotherKindIsNamedWithItsGroup(t *testing.T) {
+	for _, tc := range []struct {
+		ref              napwakev1alpha1.TargetRef
+		status, describe string
+	}{
+		{napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"}, "Deployment/api", "Deployment/api"},
+		{napwakev1alpha1.TargetRef{APIVersion: "apps/v1", Kind: napwakev1alpha1.KindStatefulSet, Name: "db"}, "StatefulSet/db", "StatefulSet/db"},
+		{napwakev1alpha1.TargetRef{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "web"}, "Rollout.argoproj.io/web", "Rollout/web (argoproj.io/v1alpha1)"},
+	} {
+		if got := tc.ref.String(); got != tc.status {
+			t.Errorf("status names %+v %q, want %q", tc.ref, got, tc.status)
+		}
+		if got := describeTarget(tc.ref); got != tc.describe {
+			t.Errorf("describe names %+v %q, want %q", tc.ref, got, tc.describe)
+		}
+	}
+}

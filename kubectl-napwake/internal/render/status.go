@@ -231,7 +231,7 @@ func statusRow(mw *napwakev1alpha1.ManagedWorkload, depth int, o Options) []cell
 	row := []cell{
 		txt(name),
 		phaseCell(s.Phase),
-		txt(string(mw.Spec.TargetRef.Kind) + "/" + mw.Spec.TargetRef.Name),
+		txt(mw.Spec.TargetRef.String()),
 		txt(kept),
 		txt(forDur),
 		txt(orDash(s.LastActivitySource)),

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/workload"
 )
 
 // Config is everything the operator is told at start.
@@ -79,6 +81,12 @@ type Config struct {
 	// true: their number is bounded by the ManagedWorkloads; turn them
 	// off where a Prometheus cannot afford about eight series per workload.
 	PerWorkloadMetrics bool
+	// TargetKinds lists, comma-separated as group/version/Kind, the kinds
+	// beyond apps/v1 Deployment and StatefulSet the operator may pause
+	// through their scale subresource (docs/pause.md#other-kinds-of-workload).
+	// Default empty: each needs RBAC on its resource and its scale, which
+	// the chart grants only for the kinds its operator.targetKinds lists.
+	TargetKinds string
 }
 
 // Default returns the configuration with every default filled in; getenv
@@ -125,6 +133,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.KEDA, "keda", c.KEDA, "hold the KEDA ScaledObjects that scale a paused workload at 0 replicas; nothing happens while KEDA's CRD is not installed")
 	fs.BoolVar(&c.SuspendCronJobs, "suspend-cronjobs", c.SuspendCronJobs, "suspend the CronJobs of a namespace labelled napwake.dev/enabled=true while every workload there is paused")
 	fs.BoolVar(&c.PerWorkloadMetrics, "per-workload-metrics", c.PerWorkloadMetrics, "export napwake_operator_workload_* series labelled with each ManagedWorkload's namespace and name (about eight per workload)")
+	fs.StringVar(&c.TargetKinds, "target-kinds", c.TargetKinds, `comma-separated group/version/Kind (e.g. argoproj.io/v1alpha1/Rollout) of kinds with a scale subresource to pause besides Deployments and StatefulSets; each needs RBAC on its resource and its scale`)
 	fs.StringVar(&c.ForwarderDoormanHost, "forwarder-doorman-host", c.ForwarderDoormanHost, `where NEG forwarders find the doorman; "" means the --doorman-service's DNS name, <name>.<namespace>.svc`)
 }
 
@@ -170,6 +179,9 @@ func (c Config) Validate() error {
 	if c.ForwarderReplicas < 1 || c.ForwarderReplicas > 10 {
 		errs = append(errs, fmt.Errorf("--forwarder-replicas %d: want 1 to 10", c.ForwarderReplicas))
 	}
+	if _, err := workload.ParseKinds(c.TargetKinds); err != nil {
+		errs = append(errs, err)
+	}
 	if c.SyncPeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--sync-period %s: want at least 1s", c.SyncPeriod))
 	}
@@ -192,6 +204,12 @@ func (c Config) PrometheusHTTPClientConfig() (*promconfig.HTTPClientConfig, erro
 		return nil, fmt.Errorf("--prometheus-http-config %s: %w", c.PrometheusHTTPConfig, err)
 	}
 	return hc, nil
+}
+
+// ParsedTargetKinds is --target-kinds read (Validate reports what cannot be).
+func (c Config) ParsedTargetKinds() []schema.GroupVersionKind {
+	kinds, _ := workload.ParseKinds(c.TargetKinds)
+	return kinds
 }
 
 // ForwarderImageIfOn is the forwarder image when the NEG forwarder is on,

@@ -63,6 +63,7 @@ func TestValidateRefusesBadValues(t *testing.T) {
 		{"a Prometheus URL with a query", func(c *Config) { c.PrometheusURL = "http://prometheus:9090/?x=1" }, "--prometheus-url"},
 		{"the NEG forwarder without its image", func(c *Config) { c.NEGForwarder = true }, "--neg-forwarder needs --forwarder-image"},
 		{"no forwarder pods", func(c *Config) { c.ForwarderReplicas = 0 }, "--forwarder-replicas"},
+		{"a target kind without its group/version", func(c *Config) { c.TargetKinds = "Rollout" }, "--target-kinds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default(env(nil))

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
 	"napwake.dev/operator/internal/metrics"
+	"napwake.dev/operator/internal/workload"
 )
 
 // finalizeRecheck is how soon a deletion looks again when the Router is not
@@ -37,7 +39,7 @@ func (r *ManagedWorkloadReconciler) targetMissing(ctx context.Context, mw *napwa
 		ctrl.LoggerFrom(ctx).Error(err, "Taking routes away from a workload that is gone")
 	}
 	base := mw.DeepCopy()
-	msg := fmt.Sprintf("%s %s does not exist", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)
+	msg := fmt.Sprintf("%s %s does not exist", mw.Spec.TargetRef.QualifiedKind(), mw.Spec.TargetRef.Name)
 	setCondition(&mw.Status.Conditions, mw.Generation, metav1.NewTime(r.Clock.Now()), napwakev1alpha1.ConditionTargetAvailable,
 		decide.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotFound, Message: msg})
 	mw.Status.ObservedGeneration = mw.Generation
@@ -48,13 +50,40 @@ func (r *ManagedWorkloadReconciler) targetMissing(ctx context.Context, mw *napwa
 	return reconcile.Result{}, nil
 }
 
+// targetNotScalable sets TargetAvailable=False TargetNotScalable with why,
+// and emits the event once per message. Nothing is routed or scaled: the
+// target's replicas are left as they are. It is looked at again at every
+// sync period, as a granted RBAC rule or an installed CRD changes nothing
+// a watch sees.
+func (r *ManagedWorkloadReconciler) targetNotScalable(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, why string) (reconcile.Result, error) {
+	again := reconcile.Result{RequeueAfter: r.SyncPeriod}
+	msg := fmt.Sprintf("%s %s cannot be paused: %s", mw.Spec.TargetRef.QualifiedKind(), mw.Spec.TargetRef.Name, why)
+	if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == napwakev1alpha1.ReasonTargetNotScalable && c.Message == msg {
+		return again, nil
+	}
+	base := mw.DeepCopy()
+	setCondition(&mw.Status.Conditions, mw.Generation, metav1.NewTime(r.Clock.Now()), napwakev1alpha1.ConditionTargetAvailable,
+		decide.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotScalable, Message: msg})
+	mw.Status.ObservedGeneration = mw.Generation
+	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return requeueOnConflict(fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err))
+	}
+	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotScalable, napwakev1alpha1.EventTargetNotScalable, "%s", msg)
+	return again, nil
+}
+
 // finalize restores a paused target's replicas, lets the router clean up,
 // then lets the ManagedWorkload go.
 func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	t, found, err := getTarget(ctx, r.Client, mw.Namespace, mw.Spec.TargetRef)
+	t, found, err := getTarget(ctx, r.Client, r.TargetKinds, mw.Namespace, mw.Spec.TargetRef)
+	if ns := (*workload.NotScalableError)(nil); errors.As(err, &ns) {
+		// Nothing was ever scaled that could be scaled back.
+		found, err = false, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -1,7 +1,7 @@
 // Package controller holds the operator's reconcilers: the ManagedWorkload
 // reconciler that pauses and wakes workloads, and the opt-in reconciler that
-// creates ManagedWorkloads for labelled Deployments, StatefulSets and
-// Namespaces. The decisions themselves live in package decide: this package
+// creates ManagedWorkloads for labelled Deployments, StatefulSets, objects
+// of the kinds of --target-kinds, and Namespaces. The decisions themselves live in package decide: this package
 // reads the cluster, asks decide for one step at a time, and takes it. It
 // decides nothing of its own about when to pause, wake, route or scale, and
 // it writes status.doorman and the WakeOnRequest condition never: the Router
@@ -20,10 +20,11 @@
 //     (busy) and the Prometheus activity query; what the ActivitySignals
 //     condition says is decide.ActivitySignals.
 //   - delete.go: a ManagedWorkload being deleted (finalize: restore the
-//     replicas, let the Router clean up, drop the finalizer) and a target
-//     that is gone (targetMissing).
-//   - target.go: the Deployment or StatefulSet, read and scaled through
-//     its scale subresource.
+//     replicas, let the Router clean up, drop the finalizer), a target
+//     that is gone (targetMissing) and one that cannot be paused
+//     (targetNotScalable: TargetAvailable False TargetNotScalable, why).
+//   - target.go: the Deployment, StatefulSet or other kind (read by
+//     package workload), read and scaled through its scale subresource.
 //   - usage.go: the Usage and Queries signals' interfaces, and Usage from
 //     metrics.k8s.io, judged against the idle level package idlelevel learns.
 //   - router.go: the Router interface, the seam to package routing.

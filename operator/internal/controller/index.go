@@ -5,17 +5,26 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
 
-// IndexTargetRef indexes ManagedWorkloads by "<kind>/<name>" of their target.
+// IndexTargetRef indexes ManagedWorkloads by their target: "<kind>/<name>"
+// for apps/v1 Deployments and StatefulSets, "<kind>.<group>/<name>" for
+// other kinds (TargetRef.String).
 const IndexTargetRef = "spec.targetRef"
 
-// TargetRefKey is the IndexTargetRef value for a target.
+// TargetRefKey is the IndexTargetRef value for an apps/v1 Deployment or
+// StatefulSet.
 func TargetRefKey(kind napwakev1alpha1.TargetKind, name string) string {
-	return string(kind) + "/" + name
+	return napwakev1alpha1.TargetRef{Kind: kind, Name: name}.String()
+}
+
+// TargetRefKeyOf is the IndexTargetRef value for a target of kind gvk.
+func TargetRefKeyOf(gvk schema.GroupVersionKind, name string) string {
+	return napwakev1alpha1.TargetRef{APIVersion: gvk.GroupVersion().String(), Kind: napwakev1alpha1.TargetKind(gvk.Kind), Name: name}.String()
 }
 
 // IndexManagedWorkloads adds the IndexTargetRef index, which both the
@@ -25,7 +34,7 @@ func TargetRefKey(kind napwakev1alpha1.TargetKind, name string) string {
 func IndexManagedWorkloads(ctx context.Context, indexer client.FieldIndexer) error {
 	err := indexer.IndexField(ctx, &napwakev1alpha1.ManagedWorkload{}, IndexTargetRef, func(o client.Object) []string {
 		mw := o.(*napwakev1alpha1.ManagedWorkload)
-		return []string{TargetRefKey(mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)}
+		return []string{mw.Spec.TargetRef.String()}
 	})
 	if err != nil {
 		return fmt.Errorf("indexing ManagedWorkloads by %s: %w", IndexTargetRef, err)

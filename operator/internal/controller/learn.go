@@ -78,24 +78,12 @@ func (r *ManagedWorkloadReconciler) callerOf(ctx context.Context, from string, a
 
 // workloadOf is the ManagedWorkload whose target owns the Pod, or the zero
 // Key. A Deployment's Pod is owned by its ReplicaSet, named after the
-// Deployment and the Pod's pod-template-hash, so no ReplicaSet is read.
+// Deployment and the Pod's pod-template-hash, so no ReplicaSet is read; a
+// Pod owned directly by an object of another kind is that object's, which
+// a ManagedWorkload may target (docs/pause.md#other-kinds-of-workload).
 func (r *ManagedWorkloadReconciler) workloadOf(ctx context.Context, p *corev1.Pod) (deps.Key, error) {
-	owner := metav1.GetControllerOf(p)
-	if owner == nil || !strings.HasPrefix(owner.APIVersion, appsv1.GroupName+"/") {
-		return deps.Key{}, nil
-	}
-	var ref napwakev1alpha1.TargetRef
-	switch owner.Kind {
-	case "ReplicaSet":
-		hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-		name, ok := strings.CutSuffix(owner.Name, "-"+hash)
-		if hash == "" || !ok {
-			return deps.Key{}, nil
-		}
-		ref = napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: name}
-	case "StatefulSet":
-		ref = napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: owner.Name}
-	default:
+	ref, ok := ownerTarget(p)
+	if !ok {
 		return deps.Key{}, nil
 	}
 	// One namespace's ManagedWorkloads, from the cache, only when a new
@@ -105,7 +93,7 @@ func (r *ManagedWorkloadReconciler) workloadOf(ctx context.Context, p *corev1.Po
 		return deps.Key{}, fmt.Errorf("listing the ManagedWorkloads of namespace %s: %w", p.Namespace, err)
 	}
 	for i := range list.Items {
-		if t := list.Items[i].Spec.TargetRef; t.Kind == ref.Kind && t.Name == ref.Name {
+		if list.Items[i].Spec.TargetRef.String() == ref.String() {
 			return deps.KeyOf(&list.Items[i]), nil
 		}
 	}
@@ -135,4 +123,29 @@ func (r *ManagedWorkloadReconciler) teach(ctx context.Context, caller, callee de
 	r.observe(mw)
 	ctrl.LoggerFrom(ctx).Info("Learned a dependency", "caller", klog.KObj(mw), "callee", callee)
 	return nil
+}
+
+// ownerTarget is the targetRef of the workload controlling p: a Deployment
+// through its ReplicaSet, a StatefulSet, or any other kind but a
+// ReplicaSet (whose owner is not known without reading it).
+func ownerTarget(p *corev1.Pod) (napwakev1alpha1.TargetRef, bool) {
+	owner := metav1.GetControllerOf(p)
+	if owner == nil {
+		return napwakev1alpha1.TargetRef{}, false
+	}
+	apps := strings.HasPrefix(owner.APIVersion, appsv1.GroupName+"/")
+	switch {
+	case apps && owner.Kind == "ReplicaSet":
+		hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		name, ok := strings.CutSuffix(owner.Name, "-"+hash)
+		if hash == "" || !ok {
+			return napwakev1alpha1.TargetRef{}, false
+		}
+		return napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: name}, true
+	case apps && owner.Kind == "StatefulSet":
+		return napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: owner.Name}, true
+	case apps:
+		return napwakev1alpha1.TargetRef{}, false
+	}
+	return napwakev1alpha1.TargetRef{APIVersion: owner.APIVersion, Kind: napwakev1alpha1.TargetKind(owner.Kind), Name: owner.Name}, true
 }

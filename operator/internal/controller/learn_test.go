@@ -124,3 +124,36 @@ func TestAnIPADeletedPodUsedToHaveTeachesNothing(t *testing.T) {
 	}
 	e.wantPhase(napwakev1alpha1.PhaseResuming, "api")
 }
+
+func TestOwnerTargetNamesTheWorkloadControllingAPod(t *testing.T) {
+	pod := func(apiVersion, kind, name string, labels map[string]string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+		if kind != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string // TargetRef.String(); "" for none
+	}{
+		{"a Deployment's, through its ReplicaSet", pod("apps/v1", "ReplicaSet", "api-5d4f", map[string]string{"pod-template-hash": "5d4f"}), "Deployment/api"},
+		{"a ReplicaSet's without the hash", pod("apps/v1", "ReplicaSet", "api-5d4f", nil), ""},
+		{"a StatefulSet's", pod("apps/v1", "StatefulSet", "db", nil), "StatefulSet/db"},
+		{"another kind's, owned directly", pod("test.napwake.dev/v1", "ScalableApp", "web", nil), "ScalableApp.test.napwake.dev/web"},
+		{"a DaemonSet's", pod("apps/v1", "DaemonSet", "agent", nil), ""},
+		{"no owner", pod("", "", "", nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref, ok := ownerTarget(tc.pod)
+			got := ""
+			if ok {
+				got = ref.String()
+			}
+			if got != tc.want {
+				t.Fatalf("ownerTarget = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

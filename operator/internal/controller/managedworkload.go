@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -30,6 +31,7 @@ import (
 	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/quiesce"
+	"napwake.dev/operator/internal/workload"
 )
 
 // maxStepsPerReconcile bounds one reconcile: a pause is at most a live
@@ -74,6 +76,11 @@ type ManagedWorkloadReconciler struct {
 	// SuspendCronJobs suspends the CronJobs of an opted-in namespace while
 	// every workload there is paused (--suspend-cronjobs).
 	SuspendCronJobs bool
+	// TargetKinds are the kinds beyond apps/v1 Deployment and StatefulSet
+	// that may be paused through their scale subresource (--target-kinds):
+	// the ones served when the manager starts are watched; a target of any
+	// other kind gets TargetAvailable False TargetNotScalable.
+	TargetKinds []schema.GroupVersionKind
 
 	superseded supersededVersions
 	graphOnce  sync.Once
@@ -101,8 +108,8 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("managedworkload").
 		For(&napwakev1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}))).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindDeployment))).
-		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(napwakev1alpha1.KindStatefulSet))).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindDeployment))))).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindStatefulSet))))).
 		Watches(&napwakev1alpha1.ManagedWorkload{}, r.graphHandler()).
 		Watches(&corev1.Namespace{}, r.namespaceHandler())
 	if r.KEDA != nil && r.KEDA.Installed() {
@@ -115,7 +122,27 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject), builder.WithPredicates(predicate.Or(
 			predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))) // not KEDA's status writes
 	}
+	for _, gvk := range r.TargetKinds {
+		// Only a kind served now can be watched (a watch of one the API
+		// server does not serve would fail the manager); its targets are
+		// then refused TargetNotScalable, said again at every sync period.
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			mgr.GetLogger().Info("Not watching a --target-kinds kind the API server does not serve", "kind", gvk.String(), "reason", err.Error())
+			continue
+		}
+		b = b.Watches(watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)))
+	}
 	return b.Complete(r)
+}
+
+// watchable is an object of gvk to watch as metadata only: any change,
+// its status's too (its controller's selector and ready replicas), brings
+// the ManagedWorkload back, as a Deployment's does; what Napwake needs of
+// it is read again in the reconcile.
+func watchable(gvk schema.GroupVersionKind) client.Object {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(gvk)
+	return o
 }
 
 // deletionPredicate passes updates that mark an object deleted.
@@ -125,10 +152,10 @@ func (deletionPredicate) Update(e event.UpdateEvent) bool {
 	return e.ObjectNew.GetDeletionTimestamp() != nil
 }
 
-func (r *ManagedWorkloadReconciler) mapTarget(kind napwakev1alpha1.TargetKind) handler.MapFunc {
+func (r *ManagedWorkloadReconciler) mapTarget(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list napwakev1alpha1.ManagedWorkloadList
-		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexTargetRef: TargetRefKey(kind, o.GetName())}); err != nil {
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexTargetRef: TargetRefKeyOf(gvk, o.GetName())}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing ManagedWorkloads for a target", "target", klog.KObj(o))
 			return nil
 		}
@@ -174,7 +201,10 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 		s.replaced(base.ResourceVersion)
 	}
 
-	t, found, err := getTarget(ctx, r.Client, mw.Namespace, mw.Spec.TargetRef)
+	t, found, err := getTarget(ctx, r.Client, r.TargetKinds, mw.Namespace, mw.Spec.TargetRef)
+	if ns := (*workload.NotScalableError)(nil); errors.As(err, &ns) {
+		return r.targetNotScalable(ctx, mw, ns.Why)
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -26,7 +28,8 @@ import (
 )
 
 // OptInReconciler manages the ManagedWorkloads of labelled workloads of one
-// kind (docs/design/api.md#opting-in-by-label): a Deployment or StatefulSet labelled
+// kind (docs/design/api.md#opting-in-by-label): a Deployment, StatefulSet or
+// other kind of --target-kinds labelled
 // napwake.dev/enabled=true, or in a Namespace so labelled, and not labelled
 // napwake.dev/ignore=true, gets a ManagedWorkload it owns, with its settings
 // from annotations. When it stops being opted in, the ManagedWorkload is
@@ -34,14 +37,16 @@ import (
 //
 // Naming: a Deployment's ManagedWorkload has its name; a StatefulSet's too,
 // unless a Deployment of that name exists or the name is taken, then
-// <name>-statefulset (a Deployment whose name is taken gets <name>-deployment).
+// <name>-statefulset (a Deployment whose name is taken gets <name>-deployment);
+// another kind's has its name, or <name>-<kind in lower case> when taken.
 // A ManagedWorkload someone wrote by hand for the workload wins: the label
 // then creates nothing.
 type OptInReconciler struct {
 	// Client reads (the cache) and writes.
 	Client client.Client
-	// Kind is Deployment or StatefulSet.
-	Kind napwakev1alpha1.TargetKind
+	// GVK is apps/v1 Deployment or StatefulSet, or a kind of --target-kinds
+	// (read as metadata: labels and annotations are all opt-in needs).
+	GVK schema.GroupVersionKind
 	// Defaults are the operator's settings.
 	Defaults settings.Defaults
 	// Recorder emits InvalidSetting events on workloads.
@@ -58,30 +63,82 @@ func (r *OptInReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Recorder == nil {
 		return errors.New("OptInReconciler needs Client and Recorder")
 	}
-	obj, err := newTargetObject(r.Kind)
+	obj, err := r.newObject()
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("optin-"+string(r.Kind)).
-		For(obj, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{}))).
-		Owns(&napwakev1alpha1.ManagedWorkload{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.mapNamespace),
-			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+	name := "optin-" + r.GVK.Kind
+	if !r.apps() {
+		name = "optin-" + strings.ToLower(r.GVK.Kind+"."+r.GVK.Group)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(obj, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate{})))
+	owned := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	if r.apps() {
+		b = b.Owns(&napwakev1alpha1.ManagedWorkload{}, owned)
+	} else {
+		// Owns needs the owner's Go type in the scheme; a kind read as
+		// metadata has none, so its owned ManagedWorkloads are mapped by
+		// their controller reference.
+		b = b.Watches(&napwakev1alpha1.ManagedWorkload{}, handler.EnqueueRequestsFromMapFunc(r.mapOwned), owned)
+	}
+	return b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.mapNamespace),
+		builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Complete(r)
+}
+
+// mapOwned enqueues the workload of r's kind controlling a ManagedWorkload.
+func (r *OptInReconciler) mapOwned(_ context.Context, o client.Object) []reconcile.Request {
+	owner := metav1.GetControllerOf(o)
+	if owner == nil || owner.Kind != r.GVK.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(owner.APIVersion); err != nil || gv.Group != r.GVK.Group {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: owner.Name}}}
+}
+
+// ref is the targetRef of r's kind naming name: no apiVersion for the
+// apps/v1 kinds, as ManagedWorkloads written before it had none.
+func (r *OptInReconciler) ref(name string) napwakev1alpha1.TargetRef {
+	ref := napwakev1alpha1.TargetRef{APIVersion: r.GVK.GroupVersion().String(), Kind: napwakev1alpha1.TargetKind(r.GVK.Kind), Name: name}
+	if ref.IsApps() {
+		ref.APIVersion = ""
+	}
+	return ref
+}
+
+func (r *OptInReconciler) apps() bool { return r.ref("").IsApps() }
+
+// newObject is an empty workload of r's kind: typed for the apps/v1
+// kinds, metadata only for others.
+func (r *OptInReconciler) newObject() (client.Object, error) {
+	if r.apps() {
+		return newTargetObject(napwakev1alpha1.TargetKind(r.GVK.Kind))
+	}
+	return watchable(r.GVK), nil
 }
 
 func (r *OptInReconciler) mapNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
 	var keys []types.NamespacedName
 	var err error
-	switch r.Kind {
-	case napwakev1alpha1.KindDeployment:
+	switch {
+	case !r.apps():
+		var l metav1.PartialObjectMetadataList
+		l.SetGroupVersionKind(r.GVK.GroupVersion().WithKind(r.GVK.Kind + "List"))
+		err = r.Client.List(ctx, &l, client.InNamespace(ns.GetName()))
+		for i := range l.Items {
+			keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
+		}
+	case r.GVK.Kind == string(napwakev1alpha1.KindDeployment):
 		var l appsv1.DeploymentList
 		err = r.Client.List(ctx, &l, client.InNamespace(ns.GetName()))
 		for i := range l.Items {
 			keys = append(keys, client.ObjectKeyFromObject(&l.Items[i]))
 		}
-	case napwakev1alpha1.KindStatefulSet:
+	default:
 		var l appsv1.StatefulSetList
 		err = r.Client.List(ctx, &l, client.InNamespace(ns.GetName()))
 		for i := range l.Items {
@@ -100,7 +157,7 @@ func (r *OptInReconciler) mapNamespace(ctx context.Context, ns client.Object) []
 
 // Reconcile makes the ManagedWorkload of one workload match its labels and annotations.
 func (r *OptInReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	wl, err := newTargetObject(r.Kind)
+	wl, err := r.newObject()
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
@@ -127,7 +184,9 @@ func (r *OptInReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 
-	spec, warnings := settings.Spec(r.Kind, wl.GetName(), wl.GetAnnotations(), ns.GetAnnotations(), r.Defaults)
+	ref := r.ref(wl.GetName())
+	spec, warnings := settings.Spec(ref.Kind, ref.Name, wl.GetAnnotations(), ns.GetAnnotations(), r.Defaults)
+	spec.TargetRef = ref
 	if len(existing) > 0 {
 		mw := existing[0]
 		if reflect.DeepEqual(mw.Spec, spec) {
@@ -148,7 +207,7 @@ func (r *OptInReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	gvk := appsv1.SchemeGroupVersion.WithKind(string(r.Kind))
+	gvk := r.GVK
 	mw := &napwakev1alpha1.ManagedWorkload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: wl.GetNamespace(),
@@ -190,7 +249,7 @@ func (r *OptInReconciler) warn(wl client.Object, warnings []settings.Warning) {
 // for wl, and whether one made by someone else targets it.
 func (r *OptInReconciler) managedWorkloadsFor(ctx context.Context, wl client.Object) (ours []*napwakev1alpha1.ManagedWorkload, handmade bool, err error) {
 	var list napwakev1alpha1.ManagedWorkloadList
-	if err := r.Client.List(ctx, &list, client.InNamespace(wl.GetNamespace()), client.MatchingFields{IndexTargetRef: TargetRefKey(r.Kind, wl.GetName())}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(wl.GetNamespace()), client.MatchingFields{IndexTargetRef: r.ref(wl.GetName()).String()}); err != nil {
 		return nil, false, fmt.Errorf("listing ManagedWorkloads in %s: %w", wl.GetNamespace(), err)
 	}
 	for i := range list.Items {
@@ -208,8 +267,8 @@ func (r *OptInReconciler) managedWorkloadsFor(ctx context.Context, wl client.Obj
 
 func (r *OptInReconciler) nameFor(ctx context.Context, wl client.Object) (string, error) {
 	name := wl.GetName()
-	suffix := "-deployment"
-	if r.Kind == napwakev1alpha1.KindStatefulSet {
+	suffix := "-" + strings.ToLower(r.GVK.Kind)
+	if r.apps() && r.GVK.Kind == string(napwakev1alpha1.KindStatefulSet) {
 		suffix = "-statefulset"
 		taken, err := r.exists(ctx, &appsv1.Deployment{}, wl.GetNamespace(), name)
 		if err != nil || taken {

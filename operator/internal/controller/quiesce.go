@@ -97,7 +97,7 @@ func (k *KEDA) scaling(ctx context.Context, namespace string, ref napwakev1alpha
 	}
 	var out []unstructured.Unstructured
 	for _, so := range list.Items {
-		if quiesce.ScalesTarget(scaleTargetRef(&so), ref.Kind, ref.Name) {
+		if quiesce.ScalesTargetRef(scaleTargetRef(&so), ref) {
 			out = append(out, so)
 		}
 	}
@@ -121,13 +121,16 @@ func (r *ManagedWorkloadReconciler) mapScaledObject(ctx context.Context, o clien
 		return nil
 	}
 	ref := scaleTargetRef(so)
-	var reqs []reconcile.Request
-	for _, kind := range []napwakev1alpha1.TargetKind{napwakev1alpha1.KindDeployment, napwakev1alpha1.KindStatefulSet} {
-		if quiesce.ScalesTarget(ref, kind, ref.Name) {
-			reqs = append(reqs, r.mapTarget(kind)(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: so.GetNamespace(), Name: ref.Name}})...)
-		}
+	// KEDA's defaults: an empty apiVersion is apps/v1, an empty kind a Deployment.
+	apiVersion, kind := ref.APIVersion, ref.Kind
+	if apiVersion == "" {
+		apiVersion = napwakev1alpha1.AppsV1
 	}
-	return reqs
+	if kind == "" {
+		kind = string(napwakev1alpha1.KindDeployment)
+	}
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	return r.mapTarget(gvk)(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: so.GetNamespace(), Name: ref.Name}})
 }
 
 // quietAutoscalers writes what quiesce decides on each ScaledObject of the

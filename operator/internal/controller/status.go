@@ -65,7 +65,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	mw.Status.ObservedGeneration = mw.Generation
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
 		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
-		Message: fmt.Sprintf("%s %s exists", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name),
+		Message: targetFoundMessage(mw.Spec.TargetRef, s.t.templateNote),
 	})
 	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
 	gitOpsWarned := s.setGitOps(now)
@@ -228,4 +228,15 @@ func requeueOnConflict(err error) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return reconcile.Result{}, err
+}
+
+// targetFoundMessage is TargetAvailable's message when the target is read:
+// "Deployment api exists", and, for a kind without spec.template, why no
+// pod template could be read (workload.NoTemplate).
+func targetFoundMessage(ref napwakev1alpha1.TargetRef, templateNote string) string {
+	msg := ref.QualifiedKind() + " " + ref.Name + " exists"
+	if templateNote != "" {
+		msg += "; " + templateNote
+	}
+	return msg
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -246,7 +247,9 @@ type recordingRouter struct {
 	routes, unroutes, finalizes int
 	// routedWith is the replica count the target had, and the pause saved, at each Route.
 	routedWith []string
-	writes     bool
+	// templates are the pod templates each Route was given.
+	templates []*corev1.PodTemplateSpec
+	writes    bool
 	// before is mw as the last Route got it, before its write.
 	before *napwakev1alpha1.ManagedWorkload
 }
@@ -266,7 +269,7 @@ func (r *recordingRouter) write(ctx context.Context, mw *napwakev1alpha1.Managed
 	return k8s.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, _ *corev1.PodTemplateSpec) (time.Duration, error) {
+func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec) (time.Duration, error) {
 	r.routes++
 	fresh := &napwakev1alpha1.ManagedWorkload{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mw), fresh); err != nil {
@@ -274,13 +277,27 @@ func (r *recordingRouter) Route(ctx context.Context, mw *napwakev1alpha1.Managed
 	}
 	key := types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}
 	var replicas *int32
-	if mw.Spec.TargetRef.Kind == napwakev1alpha1.KindStatefulSet {
+	r.templates = append(r.templates, tmpl)
+	switch {
+	case !mw.Spec.TargetRef.IsApps():
+		gvk, err := mw.Spec.TargetRef.GroupVersionKind()
+		if err != nil {
+			return 0, err
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := k8s.Get(ctx, key, u); err != nil {
+			return 0, err
+		}
+		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		replicas = ptr.To(int32(n))
+	case mw.Spec.TargetRef.Kind == napwakev1alpha1.KindStatefulSet:
 		s := &appsv1.StatefulSet{}
 		if err := k8s.Get(ctx, key, s); err != nil {
 			return 0, err
 		}
 		replicas = s.Spec.Replicas
-	} else {
+	default:
 		d := &appsv1.Deployment{}
 		if err := k8s.Get(ctx, key, d); err != nil {
 			return 0, err

@@ -10,14 +10,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/workload"
+	napwakescale "napwake.dev/shared/scale"
 )
 
-// target is a Deployment or StatefulSet seen through what Napwake needs.
+// target is a Deployment, StatefulSet or other kind with a scale
+// subresource (package workload) seen through what Napwake needs.
 type target struct {
 	obj         client.Object
 	replicas    int32 // spec.replicas as read with obj (maybe from the cache)
@@ -26,6 +30,9 @@ type target struct {
 	selector    *metav1.LabelSelector
 	template    *corev1.PodTemplateSpec
 	annotations map[string]string
+	// templateNote says the template was made up from the scale's
+	// selector (workload.NoTemplate); "" when it was read.
+	templateNote string
 	// scale is the scale subresource as last read live, for one scaleTo.
 	scale *autoscalingv1.Scale
 }
@@ -41,8 +48,22 @@ func newTargetObject(kind napwakev1alpha1.TargetKind) (client.Object, error) {
 	return nil, fmt.Errorf("unknown target kind %q", kind)
 }
 
-// getTarget reads the target; found is false when it does not exist.
-func getTarget(ctx context.Context, c client.Reader, namespace string, ref napwakev1alpha1.TargetRef) (t target, found bool, err error) {
+// getTarget reads the target; found is false when it does not exist. A
+// kind other than apps/v1 Deployment and StatefulSet is read by package
+// workload, among kinds (--target-kinds); one Napwake cannot pause is a
+// *workload.NotScalableError saying why.
+func getTarget(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind, namespace string, ref napwakev1alpha1.TargetRef) (t target, found bool, err error) {
+	if !ref.IsApps() {
+		w, found, err := workload.Get(ctx, c, kinds, namespace, ref)
+		if err != nil || !found {
+			return target{}, found, err
+		}
+		return target{
+			obj: w.Obj, annotations: w.Obj.GetAnnotations(),
+			replicas: w.Scale.Spec.Replicas, statusReps: w.Scale.Status.Replicas, readyReps: w.ReadyReplicas,
+			selector: w.Selector, template: w.Template, templateNote: w.TemplateNote,
+		}, true, nil
+	}
 	obj, err := newTargetObject(ref.Kind)
 	if err != nil {
 		return target{}, false, err
@@ -116,7 +137,7 @@ func scaleTo(ctx context.Context, c client.Client, t *target, replicas int32) (b
 		return before, nil
 	}
 	scale.Spec.Replicas = replicas
-	if err := c.SubResource("scale").Update(ctx, t.obj, client.WithSubResourceBody(scale)); err != nil {
+	if err := napwakescale.Update(ctx, c, t.obj, scale); err != nil {
 		return before, fmt.Errorf("scaling %s to %d: %w", client.ObjectKeyFromObject(t.obj), replicas, err)
 	}
 	return before, nil
@@ -126,8 +147,8 @@ func scaleTo(ctx context.Context, c client.Client, t *target, replicas int32) (b
 // any cache: what a pause saves must be what the workload has now. The scale
 // is kept in t for one scaleTo.
 func liveReplicas(ctx context.Context, c client.Client, t *target) (int32, error) {
-	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(ctx, t.obj, scale); err != nil {
+	scale, err := napwakescale.Get(ctx, c, t.obj)
+	if err != nil {
 		return 0, fmt.Errorf("reading the scale of %s: %w", client.ObjectKeyFromObject(t.obj), err)
 	}
 	t.scale = scale

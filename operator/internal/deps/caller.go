@@ -31,13 +31,13 @@ type Pod struct {
 	// Forwarder is true for a NEG forwarder's Pod: it passes on others'
 	// requests.
 	Forwarder bool
-	// Workload is the ManagedWorkload of the Deployment or StatefulSet that
-	// owns the Pod; zero if there is none.
+	// Workload is the ManagedWorkload of the workload (Deployment,
+	// StatefulSet or other kind) that owns the Pod; zero if there is none.
 	Workload Key
 }
 
 // PodFrom reads a Pod. workload is the ManagedWorkload of its owning
-// Deployment or StatefulSet, which the caller looks up (zero if none).
+// workload, which the caller looks up (zero if none).
 // IPSince is when the PodReadyToStartContainers condition turned True (the
 // sandbox and its network were ready), else the earliest start of a running
 // container: both come after the Pod got its current IPs.

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -193,6 +195,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		DefaultIdleAfter: cfg.DefaultIdleAfter,
 		SyncPeriod:       cfg.SyncPeriod,
 		SuspendCronJobs:  cfg.SuspendCronJobs,
+		TargetKinds:      cfg.ParsedTargetKinds(),
 	}
 	if cfg.KEDA {
 		mwr.KEDA = &controller.KEDA{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Clock: opts.Clock}
@@ -201,10 +204,18 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the ManagedWorkload controller: %w", err)
 	}
 	defaults := settings.Defaults{IdleAfter: cfg.DefaultIdleAfter, Wake: cfg.DefaultWake}
-	for _, kind := range []napwakev1alpha1.TargetKind{napwakev1alpha1.KindDeployment, napwakev1alpha1.KindStatefulSet} {
-		r := &controller.OptInReconciler{Client: mgr.GetClient(), Kind: kind, Defaults: defaults, Recorder: mgr.GetEventRecorder("napwake-operator")}
+	optIn := []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindDeployment)), appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindStatefulSet))}
+	for _, gvk := range cfg.ParsedTargetKinds() {
+		// Only a kind served now can be watched; its label opt-in waits
+		// for the operator's next start (docs/pause.md#other-kinds-of-workload).
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			optIn = append(optIn, gvk)
+		}
+	}
+	for _, gvk := range optIn {
+		r := &controller.OptInReconciler{Client: mgr.GetClient(), GVK: gvk, Defaults: defaults, Recorder: mgr.GetEventRecorder("napwake-operator")}
 		if err := r.SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the %s opt-in controller: %w", kind, err)
+			return nil, fmt.Errorf("setting up the %s opt-in controller: %w", gvk.Kind, err)
 		}
 	}
 	return mgr, nil

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -362,5 +363,60 @@ func TestActivityQueriesAreAnsweredThroughTheCache(t *testing.T) {
 	_, err := queries(config.Config{PrometheusURL: "https://prometheus.monitoring:9090", PrometheusHTTPConfig: file}, clk)
 	if err == nil || !strings.Contains(err.Error(), "--prometheus-http-config") || !strings.Contains(err.Error(), "missing-ca.crt") {
 		t.Fatalf("error %v, want one naming --prometheus-http-config and the missing CA file", err)
+	}
+}
+
+// TestALabelledWorkloadOfAGivenKindIsManagedThroughItsScale: with
+// --target-kinds naming testenv's ScalableApp, a labelled ScalableApp gets
+// a ManagedWorkload naming its apiVersion, which runs (its scale read
+// through the watch the flag adds), while an unlabelled one gets none
+// (docs/pause.md#other-kinds-of-workload). A listed kind the API server
+// does not serve does not keep the operator from starting.
+func TestALabelledWorkloadOfAGivenKindIsManagedThroughItsScale(t *testing.T) {
+	must(t, testenv.InstallScalableCRDs(restCfg))
+	gvk := testenv.ScalableAppGVK
+	cfg := testConfig()
+	// Ghost is not served: it is not watched, and the manager starts all the same.
+	cfg.TargetKinds = "test.napwake.dev/v1/ScalableApp,test.napwake.dev/v1/Ghost"
+	start(t, cfg, metrics.New())
+	ctx := context.Background()
+	ns := namespace(t, nil, nil)
+	app := testenv.ScalableApp(gvk, ns, "web", 1, true)
+	app.SetLabels(map[string]string{napwakev1alpha1.LabelEnabled: "true"})
+	must(t, k8s.Create(ctx, app))
+	must(t, k8s.Create(ctx, testenv.ScalableApp(gvk, ns, "other", 1, true)))
+	// No controller has written its selector yet: refused, until the
+	// watch --target-kinds adds brings the status write below (the sync
+	// period, a minute, is beyond the wait).
+	testenv.Eventually(t, "ManagedWorkload web, refused for its empty selector", func() error {
+		mw, err := getMW(ns, "web")
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionTargetAvailable); c == nil || c.Reason != napwakev1alpha1.ReasonTargetNotScalable {
+			return fmt.Errorf("TargetAvailable %+v", c)
+		}
+		return nil
+	})
+	for _, name := range []string{"web", "other"} {
+		_, err := testenv.FollowScalableApp(ctx, k8s, gvk, ns, name)
+		must(t, err)
+	}
+	testenv.Eventually(t, "ManagedWorkload web, Running", func() error {
+		mw, err := getMW(ns, "web")
+		if err != nil {
+			return err
+		}
+		want := napwakev1alpha1.TargetRef{APIVersion: "test.napwake.dev/v1", Kind: "ScalableApp", Name: "web"}
+		if mw.Spec.TargetRef != want || len(mw.OwnerReferences) != 1 || mw.OwnerReferences[0].Kind != "ScalableApp" {
+			return fmt.Errorf("targetRef %+v owners %v; want %+v owned by the ScalableApp", mw.Spec.TargetRef, mw.OwnerReferences, want)
+		}
+		if mw.Status.Phase != napwakev1alpha1.PhaseRunning {
+			return fmt.Errorf("phase %q conditions %+v", mw.Status.Phase, mw.Status.Conditions)
+		}
+		return nil
+	})
+	if _, err := getMW(ns, "other"); err == nil {
+		t.Error("an unlabelled ScalableApp got a ManagedWorkload")
 	}
 }

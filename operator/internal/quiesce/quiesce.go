@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -310,4 +311,20 @@ func ScalesTarget(ref ScaleTargetRef, kind napwakev1alpha1.TargetKind, name stri
 		group = "" // "v1" is the core group's, "" is KEDA's default, apps/v1
 	}
 	return ref.Name == name && refKind == string(kind) && (ref.APIVersion == "" || group == "apps")
+}
+
+// ScalesTargetRef says whether a ScaledObject's scaleTargetRef names the
+// workload target names: ScalesTarget for an apps/v1 Deployment or
+// StatefulSet; for another kind, the same kind and group (KEDA scales
+// through the scale subresource of whatever version it names) and name.
+func ScalesTargetRef(ref ScaleTargetRef, target napwakev1alpha1.TargetRef) bool {
+	if target.IsApps() {
+		return ScalesTarget(ref, target.Kind, target.Name)
+	}
+	want, err := target.GroupVersionKind()
+	if err != nil || ref.APIVersion == "" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && ref.Name == target.Name && ref.Kind == want.Kind && gv.Group == want.Group
 }

@@ -213,3 +213,26 @@ func TestScalesTarget(t *testing.T) {
 		})
 	}
 }
+
+func TestScalesTargetRef(t *testing.T) {
+	rollout := napwakev1alpha1.TargetRef{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "api"}
+	for _, tc := range []struct {
+		name   string
+		ref    ScaleTargetRef
+		target napwakev1alpha1.TargetRef
+		want   bool
+	}{
+		{"a Deployment as ScalesTarget says", ScaleTargetRef{Name: "api"}, napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"}, true},
+		{"the same kind and group", ScaleTargetRef{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "api"}, rollout, true},
+		{"another version of the group", ScaleTargetRef{APIVersion: "argoproj.io/v1beta1", Kind: "Rollout", Name: "api"}, rollout, true},
+		{"another group", ScaleTargetRef{APIVersion: "example.com/v1alpha1", Kind: "Rollout", Name: "api"}, rollout, false},
+		{"KEDA's default, a Deployment", ScaleTargetRef{Name: "api"}, rollout, false},
+		{"another name", ScaleTargetRef{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "web"}, rollout, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScalesTargetRef(tc.ref, tc.target); got != tc.want {
+				t.Fatalf("ScalesTargetRef(%+v, %+v) = %v, want %v", tc.ref, tc.target, got, tc.want)
+			}
+		})
+	}
+}

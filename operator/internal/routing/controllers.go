@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,6 +29,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/routing/epslice"
+	"napwake.dev/operator/internal/workload"
 )
 
 // SetupWithManager adds the router's controllers: one re-routes a
@@ -117,6 +119,23 @@ func (r *Router) reconcileWorkload(ctx context.Context, req reconcile.Request) (
 // template returns the target's pod template, nil when the target is gone.
 func (r *Router) template(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) (*corev1.PodTemplateSpec, error) {
 	key := client.ObjectKey{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}
+	if ref := mw.Spec.TargetRef; !ref.IsApps() {
+		// Routed only once the reconciler paused it, so its kind is one
+		// the operator is given: read as it was then.
+		gvk, err := ref.GroupVersionKind()
+		if err != nil {
+			return nil, nil
+		}
+		t, found, err := workload.Get(ctx, r.c, []schema.GroupVersionKind{gvk}, mw.Namespace, ref)
+		if !found || err != nil {
+			var ns *workload.NotScalableError
+			if errors.As(err, &ns) {
+				err = nil
+			}
+			return nil, err
+		}
+		return t.Template, nil
+	}
 	var err error
 	switch mw.Spec.TargetRef.Kind {
 	case napwakev1alpha1.KindStatefulSet:

@@ -28,6 +28,7 @@ import (
 	"napwake.dev/operator/internal/routing/epslice"
 	"napwake.dev/operator/internal/routing/plan"
 	"napwake.dev/operator/internal/routing/ports"
+	"napwake.dev/operator/internal/workload"
 )
 
 // maxRoutes is the most routes or holds a ManagedWorkload's status accepts
@@ -279,7 +280,10 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		}
 		d.ForwarderNotReady = fwd.notReady
 	}
-	cond := d.Condition(mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk, !plan.HasReadinessProbe(tmpl))
+	// A template made up from a scale's selector says nothing of probes:
+	// TargetAvailable says so (workload.NoTemplate), not a false warning here.
+	noProbe := !plan.HasReadinessProbe(tmpl) && tmpl.Annotations[workload.AnnotationTemplateFromSelector] != "true"
+	cond := d.Condition(mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk, noProbe)
 	if allocErr != nil {
 		reason := napwakev1alpha1.ReasonNoFreePort
 		if errors.Is(allocErr, ports.ErrTooManyPorts) {
@@ -290,7 +294,7 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if err := r.patchStatus(ctx, mw, routes, released, cond); err != nil {
 		return r.backoff(key), err
 	}
-	if len(routes) > 0 && !plan.HasReadinessProbe(tmpl) {
+	if len(routes) > 0 && noProbe {
 		r.warnOnce(mw, napwakev1alpha1.EventNoReadinessProbe, plan.MessageNoReadinessProbe+"; give the app a readiness probe that passes once it can serve")
 	}
 	if lb := d.UnsupportedLB(); len(lb) > 0 {
