@@ -54,6 +54,14 @@ eval "$("$here/testbed/cluster.sh" ingress-env)"
 # The NEG forwarder is on. Forwarders find the doorman by the chart's
 # default, the headless Service's DNS name, as on a real cluster.
 export NAPWAKE_NEG_FORWARDER=1
+# Argo Rollouts' real controller, for the scenario that pauses a Rollout
+# (E2E_ARGO_ROLLOUTS=0 leaves it out, and that scenario is skipped). It goes
+# first: the operator watches the kinds of --target-kinds that are served
+# when it starts, and hack/install-napwake.sh lists Rollout there.
+if [ "${E2E_ARGO_ROLLOUTS:-1}" != 0 ]; then
+  "$here/testbed/argo-rollouts.sh" up
+  export NAPWAKE_E2E_ARGO_ROLLOUTS=1 NAPWAKE_ARGO_ROLLOUTS=1
+fi
 existed=""
 "$here/testbed/cluster.sh" exec kubectl get deployment -n napwake-system napwake-operator >/dev/null 2>&1 && existed=1
 "$here/install-napwake.sh"
@@ -62,12 +70,6 @@ if [ -n "$existed" ]; then
   step "Restarting Napwake's pods onto the images just loaded"
   "$here/testbed/cluster.sh" exec kubectl rollout restart deployment -n napwake-system >/dev/null
   "$here/testbed/cluster.sh" exec kubectl rollout status deployment -n napwake-system --timeout=3m >/dev/null
-fi
-# Argo Rollouts' real controller, for the scenario that pauses a Rollout
-# (E2E_ARGO_ROLLOUTS=0 leaves it out, and that scenario is skipped).
-if [ "${E2E_ARGO_ROLLOUTS:-1}" != 0 ]; then
-  "$here/testbed/argo-rollouts.sh" up
-  export NAPWAKE_E2E_ARGO_ROLLOUTS=1
 fi
 export NAPWAKE_E2E_NAMESPACE=napwake-system
 export NAPWAKE_E2E_KUBECTL_NAPWAKE="$out/kubectl-napwake"

@@ -52,6 +52,12 @@ fi
 if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
   args+=(--set "operator.prometheusURL=$NAPWAKE_PROMETHEUS_URL")
 fi
+# NAPWAKE_ARGO_ROLLOUTS=1 lets the operator pause Argo Rollouts
+# (operator.targetKinds, docs/pause.md#other-kinds-of-workload).
+if [ -n "${NAPWAKE_ARGO_ROLLOUTS:-}" ]; then
+  args+=(--set "operator.targetKinds[0].apiGroup=argoproj.io" --set "operator.targetKinds[0].version=v1alpha1"
+    --set "operator.targetKinds[0].kind=Rollout" --set "operator.targetKinds[0].resource=rollouts")
+fi
 # NAPWAKE_PROMETHEUS_TOKEN and NAPWAKE_PROMETHEUS_TENANT, when set, go into a
 # Secret holding Prometheus's http_config (a bearer token from a file, a
 # tenant header), mounted through operator.prometheusHTTPConfig, as
