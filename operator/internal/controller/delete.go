@@ -38,15 +38,10 @@ func (r *ManagedWorkloadReconciler) targetMissing(ctx context.Context, mw *napwa
 	if _, err := r.Router.Unroute(ctx, mw); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Taking routes away from a workload that is gone")
 	}
-	base := mw.DeepCopy()
 	msg := fmt.Sprintf("%s %s does not exist", mw.Spec.TargetRef.QualifiedKind(), mw.Spec.TargetRef.Name)
-	setCondition(&mw.Status.Conditions, mw.Generation, metav1.NewTime(r.Clock.Now()), napwakev1alpha1.ConditionTargetAvailable,
-		decide.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotFound, Message: msg})
-	mw.Status.ObservedGeneration = mw.Generation
-	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return requeueOnConflict(fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err))
+	if err := r.targetUnavailable(ctx, mw, napwakev1alpha1.ReasonTargetNotFound, msg); err != nil {
+		return requeueOnConflict(err)
 	}
-	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotFound, napwakev1alpha1.EventTargetNotFound, "%s", msg)
 	return reconcile.Result{}, nil
 }
 
@@ -62,15 +57,26 @@ func (r *ManagedWorkloadReconciler) targetNotScalable(ctx context.Context, mw *n
 		c.Status == metav1.ConditionFalse && c.Reason == napwakev1alpha1.ReasonTargetNotScalable && c.Message == msg {
 		return again, nil
 	}
+	if err := r.targetUnavailable(ctx, mw, napwakev1alpha1.ReasonTargetNotScalable, msg); err != nil {
+		return requeueOnConflict(err)
+	}
+	return again, nil
+}
+
+// targetUnavailable writes TargetAvailable=False with reason and msg, and
+// emits the warning event of the same name (the TargetNotFound and
+// TargetNotScalable events are named as their reasons). A failed write is
+// returned for requeueOnConflict, and no event is emitted.
+func (r *ManagedWorkloadReconciler) targetUnavailable(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload, reason, msg string) error {
 	base := mw.DeepCopy()
 	setCondition(&mw.Status.Conditions, mw.Generation, metav1.NewTime(r.Clock.Now()), napwakev1alpha1.ConditionTargetAvailable,
-		decide.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotScalable, Message: msg})
+		decide.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 	mw.Status.ObservedGeneration = mw.Generation
 	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return requeueOnConflict(fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err))
+		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
-	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventTargetNotScalable, napwakev1alpha1.EventTargetNotScalable, "%s", msg)
-	return again, nil
+	r.Recorder.Eventf(mw, nil, corev1.EventTypeWarning, reason, reason, "%s", msg)
+	return nil
 }
 
 // finalize restores a paused target's replicas, lets the router clean up,
