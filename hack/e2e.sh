@@ -54,6 +54,8 @@ eval "$("$here/testbed/cluster.sh" ingress-env)"
 # The NEG forwarder is on. Forwarders find the doorman by the chart's
 # default, the headless Service's DNS name, as on a real cluster.
 export NAPWAKE_NEG_FORWARDER=1
+# Every install of the suite carries the chart's pod knobs (hack/install-napwake.sh).
+export NAPWAKE_E2E_KNOBS=1
 # Argo Rollouts' real controller, for the scenario that pauses a Rollout
 # (E2E_ARGO_ROLLOUTS=0 leaves it out, and that scenario is skipped). It goes
 # first: the operator watches the kinds of --target-kinds that are served

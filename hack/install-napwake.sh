@@ -52,6 +52,21 @@ fi
 if [ -n "${NAPWAKE_PROMETHEUS_URL:-}" ]; then
   args+=(--set "operator.prometheusURL=$NAPWAKE_PROMETHEUS_URL")
 fi
+# NAPWAKE_E2E_KNOBS=1 installs with the pod knobs a user on a restricted
+# platform sets (docs/helm-values.md): extra env and volumes, ServiceAccount
+# annotations, pod security contexts without a fixed user (as OpenShift's
+# restricted-v2 wants) and a topology spread, so every end-to-end spec runs
+# under them and e2e/cluster/knobs_test.go finds them on the running pods.
+if [ -n "${NAPWAKE_E2E_KNOBS:-}" ]; then
+  for c in operator doorman; do
+    args+=(--set "$c.extraEnv[0].name=NAPWAKE_E2E_KNOB" --set "$c.extraEnv[0].value=on"
+      --set "$c.serviceAccount.annotations.napwake\.dev/e2e-knob=on"
+      --set "$c.podSecurityContext.runAsUser=null" --set "$c.podSecurityContext.runAsGroup=null"
+      --set-json "$c.extraVolumes=[{\"name\":\"e2e-knob\",\"emptyDir\":{}}]"
+      --set-json "$c.extraVolumeMounts=[{\"name\":\"e2e-knob\",\"mountPath\":\"/e2e-knob\"}]"
+      --set-json "$c.topologySpreadConstraints=[{\"maxSkew\":1,\"topologyKey\":\"kubernetes.io/hostname\",\"whenUnsatisfiable\":\"ScheduleAnyway\"}]")
+  done
+fi
 # NAPWAKE_ARGO_ROLLOUTS=1 lets the operator pause Argo Rollouts
 # (operator.targetKinds, docs/pause.md#other-kinds-of-workload).
 if [ -n "${NAPWAKE_ARGO_ROLLOUTS:-}" ]; then

@@ -451,6 +451,17 @@ func podKnobCases() []valueCase {
 			},
 		},
 		{
+			name: "a doorman topologySpreadConstraint across nodes replaces the built-in one, which the API server would refuse as a duplicate",
+			args: []string{"--set-json", `doorman.topologySpreadConstraints=[{"maxSkew":2,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway"}]`},
+			check: func(t *testing.T, objs objects) {
+				t.Helper()
+				dm := objs.deployment(t, doormanName).Spec.Template.Spec.TopologySpreadConstraints
+				if len(dm) != 1 || dm[0].TopologyKey != "kubernetes.io/hostname" || dm[0].MaxSkew != 2 {
+					t.Errorf("doorman spread %+v, want only the user's, across nodes with maxSkew 2", dm)
+				}
+			},
+		},
+		{
 			name: "the uninstall hook takes the operator's placement, priority class and the pull secrets",
 			args: []string{"--set", "operator.nodeSelector.pool=system", "--set", "operator.priorityClassName=system-cluster-critical",
 				"--set-json", `operator.tolerations=[{"key":"system","operator":"Exists"}]`, "--set-json", `imagePullSecrets=[{"name":"regcred"}]`},
