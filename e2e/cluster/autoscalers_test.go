@@ -56,11 +56,15 @@ func scenarioHPA(ctx context.Context, ns string) {
 		return nil
 	}
 	By("the HPA acting on the running workload, with metrics-server's figures")
-	Eventually(func(g Gomega) {
-		c := scalingActive(g)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(corev1.ConditionTrue), "%s: %s", c.Reason, c.Message)
-	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	hpaActive := func() {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			c := scalingActive(g)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionTrue), "%s: %s", c.Reason, c.Message)
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	}
+	hpaActive()
 
 	pauseNow(ctx, ns, app.Name)
 	By("the HPA controller seeing the target at zero and standing down")
@@ -82,9 +86,5 @@ func scenarioHPA(ctx context.Context, ns string) {
 	Expect(resp.Status).To(Equal(200), "a request wakes it")
 	Eventually(func() (int32, error) { return fw.ReadyReplicas(ctx, ns, app.Name) }).WithTimeout(time.Minute).Should(Equal(int32(2)))
 	By("the HPA acting again once the workload is up")
-	Eventually(func(g Gomega) {
-		c := scalingActive(g)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(corev1.ConditionTrue), "%s: %s", c.Reason, c.Message)
-	}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	hpaActive()
 }
