@@ -269,15 +269,30 @@ func sigkillOneDoorman(ctx context.Context, ns string, askURLs []string) {
 	AddReportEntry("doorman SIGKILL", fmt.Sprintf("routes moved in %s, %d of %d new connections answered", moved.Round(time.Millisecond), ok, ok+failed))
 }
 
+// howItStops is how the app of scenarioPausesUnderTraffic stops: it goes on
+// serving shutdownDelay after SIGTERM, or its pod sleeps preStop before
+// SIGTERM ("a few seconds": kube-proxy takes up to 2 s and more here to
+// drop a stopping pod).
+type howItStops struct{ shutdownDelay, preStop time.Duration }
+
+func (h howItStops) String() string {
+	if h.preStop > 0 {
+		return "a " + h.preStop.String() + " preStop"
+	}
+	return "serving " + h.shutdownDelay.String() + " after SIGTERM"
+}
+
 // scenarioPausesUnderTraffic: a client loops through the Service, one new
 // connection after another, while the workload (an app that goes on
-// serving 5 s after SIGTERM) is paused 20 times: each pause's pods stop
-// and a wake (or the pause called off by the client's requests) brings new
-// ones. The client sees no refusal, no reset, only the app's answers.
-func scenarioPausesUnderTraffic(ctx context.Context, ns string) {
+// serving a few seconds once deleted, as stop says) is paused 20 times:
+// each pause's pods stop and a wake (or the pause called off by the
+// client's requests) brings new ones. The client sees no refusal, no
+// reset, only the app's answers, each within 15 s, and the workload is
+// Running again within 10 s of the doorman's slice appearing.
+func scenarioPausesUnderTraffic(ctx context.Context, ns string, stop howItStops) {
 	app := optedIn("loop", ns, 1, longIdle)
 	app.StartupDelay = 500 * time.Millisecond
-	app.ShutdownDelay = 5 * time.Second // "a few seconds": kube-proxy takes up to 2 s and more here to drop a stopping pod
+	app.ShutdownDelay, app.PreStop = stop.shutdownDelay, stop.preStop
 	deployRunning(ctx, app)
 	url := serviceURL(app.Name, ns, "/")
 	// kube-proxy may need a moment after the endpoints appear: the client
@@ -355,7 +370,7 @@ func scenarioPausesUnderTraffic(ctx context.Context, ns string) {
 	}
 	ok, failed, why := t.stop()
 	Expect(failed).To(BeZero(), why)
-	AddReportEntry("20 pauses under traffic", fmt.Sprintf("%d answers, 0 failed; %d of 20 pauses reached Paused, the rest were called off by the client; %d asked again, called off before their pods stopped; Running again at most %s after the doorman's slice appeared",
+	AddReportEntry("20 pauses under traffic, "+stop.String(), fmt.Sprintf("%d answers, 0 failed; %d of 20 pauses reached Paused, the rest were called off by the client; %d asked again, called off before their pods stopped; Running again at most %s after the doorman's slice appeared",
 		ok, paused, calledOff, slowest.Round(time.Millisecond)))
 }
 
@@ -381,7 +396,17 @@ func logRouting(ctx context.Context, ns, name string) {
 			}
 		}
 		listens := map[string]bool{}
-		if mw, err := fw.ManagedWorkload(ctx, ns, name); err == nil && mw.Status.Doorman != nil && len(mw.Status.Doorman.Routes) > 0 {
+		stamps := ""
+		mw, err := fw.ManagedWorkload(ctx, ns, name)
+		if err == nil {
+			// What the operator judges a wake by: the doorman's stamps
+			// against the pause's start.
+			stamps = fmt.Sprintf(", last-request %s, last-activity %s", mw.Annotations[napwakev1alpha1.AnnotationLastRequest], mw.Annotations[napwakev1alpha1.AnnotationLastActivity])
+			if p := mw.Status.Pause; p != nil {
+				stamps += ", pause started " + p.StartedAt.UTC().Format(time.RFC3339)
+			}
+		}
+		if err == nil && mw.Status.Doorman != nil && len(mw.Status.Doorman.Routes) > 0 {
 			port := strconv.Itoa(int(mw.Status.Doorman.Routes[0].DoormanPort))
 			for _, ip := range doorman {
 				c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, port), 100*time.Millisecond)
@@ -391,7 +416,7 @@ func logRouting(ctx context.Context, ns, name string) {
 				listens[ip+":"+port] = err == nil
 			}
 		}
-		state := fmt.Sprintf("phase %s, doorman slice %v (listening %v), own Ready %v", fw.Phase(ctx, ns, name), doorman, listens, ready)
+		state := fmt.Sprintf("phase %s, doorman slice %v (listening %v), own Ready %v%s", fw.Phase(ctx, ns, name), doorman, listens, ready, stamps)
 		if state != last {
 			GinkgoWriter.Printf("%s %s\n", time.Now().Format("15:04:05.000"), state)
 			last = state

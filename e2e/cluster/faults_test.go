@@ -33,7 +33,14 @@ var _ = Describe("Napwake under faults", Serial, func() {
 		inNamespace("rollout", nil, scenarioDoormanRolloutMidTraffic)
 	})
 	It("pauses a workload 20 times in a row under a looping client with no refusal and no reset", func() {
-		inNamespace("pauses", nil, scenarioPausesUnderTraffic)
+		inNamespace("pauses", nil, func(ctx context.Context, ns string) {
+			scenarioPausesUnderTraffic(ctx, ns, howItStops{shutdownDelay: 5 * time.Second})
+		})
+	})
+	It("pauses a workload with a 5 s preStop 20 times under a looping client: every request answered, Running within 10 s of the slice", func() {
+		inNamespace("prestop", nil, func(ctx context.Context, ns string) {
+			scenarioPausesUnderTraffic(ctx, ns, howItStops{preStop: 5 * time.Second})
+		})
 	})
 })
 

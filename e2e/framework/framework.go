@@ -103,6 +103,10 @@ type SampleApp struct {
 	// ShutdownDelay is how long the app goes on serving after SIGTERM (the
 	// sample app's --shutdown-delay); the pod's grace period covers it.
 	ShutdownDelay time.Duration
+	// PreStop is a preStop hook's sleep: the pod goes on serving this long
+	// after it is deleted, before SIGTERM (as many production pods do, to
+	// let kube-proxy drop them first); the grace period covers it too.
+	PreStop time.Duration
 	// CPURequest, such as "10m", is the container's CPU request: an HPA on
 	// CPU utilization needs one.
 	CPURequest string
@@ -156,8 +160,12 @@ func (a SampleApp) PodSpec(args []string, ports []corev1.ContainerPort) corev1.P
 	if a.CPURequest != "" {
 		resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(a.CPURequest)}
 	}
+	var lifecycle *corev1.Lifecycle
+	if a.PreStop > 0 {
+		lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(a.PreStop.Seconds())}}}
+	}
 	return corev1.PodSpec{
-		TerminationGracePeriodSeconds: ptr.To(2 + int64(a.ShutdownDelay.Seconds())),
+		TerminationGracePeriodSeconds: ptr.To(2 + int64(a.ShutdownDelay.Seconds()) + int64(a.PreStop.Seconds())),
 		Containers: []corev1.Container{{
 			Name:            "app",
 			Image:           SampleAppImage,
@@ -165,6 +173,7 @@ func (a SampleApp) PodSpec(args []string, ports []corev1.ContainerPort) corev1.P
 			Args:            args,
 			Ports:           ports,
 			Resources:       resources,
+			Lifecycle:       lifecycle,
 			ReadinessProbe: &corev1.Probe{
 				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080)}},
 				PeriodSeconds: 1,

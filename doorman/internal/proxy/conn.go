@@ -291,7 +291,7 @@ func (c *conn) waitAndPass() {
 	if c.wakes {
 		ctx, cancel := context.WithCancel(s.ctx)
 		defer cancel()
-		go s.waker.wake(ctx, c.route, c.src, s.cfg.Clock.Now().Add(c.terms.MaxWait))
+		go s.waker.wakeWhileHeld(ctx, c.route, c.src, s.cfg.Clock.Now().Add(c.terms.MaxWait))
 	}
 	var retry dialRetry
 	for {

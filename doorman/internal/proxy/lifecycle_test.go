@@ -303,3 +303,39 @@ func TestShutdownEndsACallerHeldAtItsCap(t *testing.T) {
 		t.Fatalf("Shutdown took %v with a caller held at its cap; want its time plus about half a second", d)
 	}
 }
+
+// A caller who reaches a removed route's lingering port (kube-proxy had
+// not yet dropped the doorman's last slice) while its workload pauses again
+// on another port is a caller of that pause: it wakes the workload, and is
+// passed to the pod once one is Ready. Before, the lingering port woke
+// nothing, and the caller waited out its maxWait with the workload paused.
+func TestACallerOnALingeringPortWakesItsWorkloadPausedAgain(t *testing.T) {
+	cfg := testConfig()
+	cfg.Linger, cfg.Drain = 5*time.Second, 10*time.Second
+	running := testWorkload()
+	running.Phase = "Running"
+	h := newHarness(t, cfg, running)
+	b := newBackend(t)
+	b.set(nil, true)
+	h.ready(b)
+	if failed := h.srv.SetRoutes(nil); len(failed) > 0 { // woken: the route goes, its port lingers
+		t.Fatal(failed)
+	}
+	h.table.SetEndpoints(h.route.Key(), nil) // the pause stops the pod
+	again := testWorkload()
+	again.PausedAt = time.Now().Truncate(time.Second)
+	next := h.newRoute(again, h.route.Service, h.route.PortName)
+	if failed := h.srv.SetRoutes([]Route{next}); len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	late := h.dial() // on the lingering port, as kube-proxy still sends it
+	if _, err := late.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, time.Second, "the workload paused again woken by the caller on the lingering port", func() bool {
+		wakes, _, _ := h.rec.counts()
+		return wakes == 1
+	})
+	h.ready(b)
+	wait(t, "the caller passed to the pod", func() bool { return b.accepted() == 1 })
+}

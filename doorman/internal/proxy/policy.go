@@ -128,7 +128,9 @@ type Facts struct {
 	Left bool
 	// Ready: a pod of the Service is Ready now.
 	Ready bool
-	// Removed: the route went; its port lingers, waking nothing.
+	// Removed: the route went; its port lingers. A request held there wakes
+	// its workload only if it is paused again, routed on another port
+	// (waker.wakeable reads the routes as they are then).
 	Removed bool
 	// Phase is the route's own workload's status.phase.
 	Phase string
@@ -162,8 +164,10 @@ type Facts struct {
 //     first. Anything else is classified.
 //   - A caller that left is never passed on and wakes nothing; it still
 //     gets an answer it can read after a half-close.
-//   - A request (classify.Hold) is held, and wakes unless its route was
-//     removed.
+//   - A request (classify.Hold) is held, and wakes its workload. Held
+//     through a removed route's lingering port, it wakes the workload only
+//     if it paused again meanwhile: the routes as they are then decide
+//     (waker.wakeable), not the route the caller came through.
 //   - Checkers get answers only while no pod is Ready: with one Ready (and
 //     the route live) they are held, waking nothing, and passed on.
 //   - Otherwise the doorman answers: the kind says what, whether it wakes
@@ -205,7 +209,7 @@ func decide(f Facts) Decision {
 		if f.Left {
 			return Decision{Action: Drop}
 		}
-		return Decision{Action: Hold, Wake: live && !f.Kind.Answered()}
+		return Decision{Action: Hold, Wake: !f.Kind.Answered()}
 	case f.Kind == classify.Refuse && f.Left && !f.Sent:
 		return Decision{Action: Drop}
 	case f.Kind == classify.Asleep && f.PausedUntil:

@@ -159,15 +159,39 @@ func (t *Table) forget(k ServiceKey, e *tableEntry) {
 // whole by SetRoutes: connections read it without a lock.
 type routeSet struct {
 	p atomic.Pointer[map[ServiceKey][]Route]
+
+	mu      sync.Mutex
+	changed chan struct{} // closed by the next set
 }
 
-func (rs *routeSet) set(live map[ServiceKey][]Route) { rs.p.Store(&live) }
+func (rs *routeSet) set(live map[ServiceKey][]Route) {
+	rs.p.Store(&live)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.changed != nil {
+		close(rs.changed)
+	}
+	rs.changed = make(chan struct{})
+}
 
-// wakeable returns, as they are now, r's own workload (while its route is
-// live) and those sharing its Service port, that a request wakes
-// (wakesOnRequest): the ones a caller of r still waits on to wake. r's
-// own workload also when r, as the caller found it, does not ask: a
-// click passes its workload so.
+// changes returns a channel closed when the routes next change.
+func (rs *routeSet) changes() <-chan struct{} {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.changed == nil {
+		rs.changed = make(chan struct{})
+	}
+	return rs.changed
+}
+
+// wakeable returns, as they are now, r's own workload and those sharing
+// its Service port, that a request wakes (wakesOnRequest): the ones a
+// caller of r still waits on to wake. r's own workload on whichever port
+// its Service port is routed now: a caller who came through a removed
+// route's lingering port (kube-proxy had not yet dropped the doorman's
+// last slice) when the workload paused again on a new port is a caller of
+// that pause. r's own workload also when r, as the caller found it, does
+// not ask: a click passes its workload so.
 func (rs *routeSet) wakeable(r Route) []Workload {
 	m := rs.p.Load()
 	if m == nil {
@@ -176,7 +200,7 @@ func (rs *routeSet) wakeable(r Route) []Workload {
 	live := (*m)[r.Key()]
 	var out []Workload
 	for _, o := range live {
-		if o.DoormanPort == r.DoormanPort && o.Workload.Key() == r.Workload.Key() && paused(o.Workload) && (!asks(o.Workload) || !asks(r.Workload)) {
+		if o.Workload.Key() == r.Workload.Key() && paused(o.Workload) && (!asks(o.Workload) || !asks(r.Workload)) {
 			out = append(out, o.Workload)
 		}
 	}

@@ -110,6 +110,29 @@ func (k *waker) wakeAnswered(ctx context.Context, r Route, src netip.Addr) {
 	}()
 }
 
+// wakeWhileHeld wakes r's workload for a caller held until until (its
+// maxWait), and again each time the routes change while it waits: the
+// workload it waits on may pause again after the first wake found nothing
+// to wake (the caller came through a removed route's lingering port, or
+// another caller woke it and it paused before a pod was Ready), and the
+// caller is then a caller of that pause, not one left to wait out its
+// maxWait beside a Paused workload. ctx ends when the caller is passed
+// on or let go (at its maxWait at the latest).
+func (k *waker) wakeWhileHeld(ctx context.Context, r Route, src netip.Addr, until time.Time) {
+	for {
+		changed := k.routes.changes()
+		k.wake(ctx, r, src, until)
+		if !k.clock.Now().Before(until) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // patchTimeout bounds one wake patch: an API server that accepts the
 // connection and never answers must not stall the retries.
 const patchTimeout = 5 * time.Second
