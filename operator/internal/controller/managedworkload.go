@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
@@ -78,9 +79,18 @@ type ManagedWorkloadReconciler struct {
 	SuspendCronJobs bool
 	// TargetKinds are the kinds beyond apps/v1 Deployment and StatefulSet
 	// that may be paused through their scale subresource (--target-kinds):
-	// the ones served when the manager starts are watched; a target of any
-	// other kind gets TargetAvailable False TargetNotScalable.
+	// the ones served when the manager starts are watched, the others once
+	// served (lateKinds); a target of a kind not given or not served gets
+	// TargetAvailable False TargetNotScalable.
 	TargetKinds []schema.GroupVersionKind
+	// KindRecheck is how often the TargetKinds not served when the manager
+	// started are looked for again, to be watched once served; zero is
+	// DefaultKindRecheck.
+	KindRecheck time.Duration
+	// KindServed, when set, is called once for each of TargetKinds the
+	// API server serves only after the manager started, once its watch is
+	// up: the manager sets up the kind's label opt-in there.
+	KindServed func(schema.GroupVersionKind) error
 
 	superseded supersededVersions
 	graphOnce  sync.Once
@@ -122,17 +132,39 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject), builder.WithPredicates(predicate.Or(
 			predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))) // not KEDA's status writes
 	}
+	var late []schema.GroupVersionKind
 	for _, gvk := range r.TargetKinds {
 		// Only a kind served now can be watched (a watch of one the API
-		// server does not serve would fail the manager); its targets are
-		// then refused TargetNotScalable, said again at every sync period.
+		// server does not serve would fail the manager); the others are
+		// watched once served (lateKinds), their targets refused
+		// TargetNotScalable until then.
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			mgr.GetLogger().Info("Not watching a --target-kinds kind the API server does not serve", "kind", gvk.String(), "reason", err.Error())
+			mgr.GetLogger().Info("Not watching yet a --target-kinds kind the API server does not serve", "kind", gvk.String(), "reason", err.Error())
+			late = append(late, gvk)
 			continue
 		}
 		b = b.Watches(watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)))
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil || len(late) == 0 {
+		return err
+	}
+	every := r.KindRecheck
+	if every <= 0 {
+		every = DefaultKindRecheck
+	}
+	return mgr.Add(&lateKinds{mapper: mgr.GetRESTMapper(), every: every, pending: late, watch: func(gvk schema.GroupVersionKind) error {
+		if err := c.Watch(source.Kind(mgr.GetCache(), watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)))); err != nil {
+			return err
+		}
+		if r.KindServed != nil {
+			if err := r.KindServed(gvk); err != nil {
+				// Not tried again: the ManagedWorkloads' watch is up.
+				mgr.GetLogger().Error(err, "Setting up what a --target-kinds kind now served needs", "kind", gvk.String())
+			}
+		}
+		return nil
+	}})
 }
 
 // watchable is an object of gvk to watch as metadata only: any change,
