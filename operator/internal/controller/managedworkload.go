@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,7 +94,10 @@ type ManagedWorkloadReconciler struct {
 	KindServed func(schema.GroupVersionKind) error
 
 	superseded supersededVersions
-	graphOnce  sync.Once
+	// autoscalerNotes are the changes of autoscalers seen by the watch,
+	// for the next reconcile of their workloads (autoscalers.go).
+	autoscalerNotes autoscalerNotes
+	graphOnce       sync.Once
 	// taught remembers the last last-request-from each workload learned
 	// from (deps.Key → string), so a reconcile looks it up once.
 	taught sync.Map
@@ -121,7 +125,8 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindDeployment))))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindStatefulSet))))).
 		Watches(&napwakev1alpha1.ManagedWorkload{}, r.graphHandler()).
-		Watches(&corev1.Namespace{}, r.namespaceHandler())
+		Watches(&corev1.Namespace{}, r.namespaceHandler()).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, r.autoscalerHandler(r.hpaKind()), builder.WithPredicates(specChanged))
 	if r.KEDA != nil && r.KEDA.Installed() {
 		// Without KEDA's CRD at start there is nothing to watch: a watch of
 		// a kind the API server does not serve would fail the manager. A
@@ -129,7 +134,7 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// its ScaledObjects are then put right at the next sync period.
 		so := &unstructured.Unstructured{}
 		so.SetGroupVersionKind(ScaledObjectGVK)
-		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject), builder.WithPredicates(predicate.Or(
+		b = b.Watches(so, r.autoscalerHandler(r.scaledObjectKind()), builder.WithPredicates(predicate.Or(
 			predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))) // not KEDA's status writes
 	}
 	var late []schema.GroupVersionKind
@@ -223,6 +228,7 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	s := &run{r: r, mw: mw}
 	s.learn(ctx)
+	s.reportAutoscalerChanges()
 	defer s.remember()
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
 		base := mw.DeepCopy()
