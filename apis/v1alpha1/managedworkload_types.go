@@ -113,7 +113,11 @@ type DependencyRef struct {
 }
 
 // ManagedWorkloadSpec is what the user asks of Napwake for one workload.
-// +kubebuilder:validation:XValidation:rule="self.targetRef == oldSelf.targetRef",message="targetRef is immutable; delete and recreate the ManagedWorkload to manage another workload"
+//
+// targetRef is immutable, except that a Deployment's or StatefulSet's
+// apiVersion may be spelled out as apps/v1 or left out (they mean the
+// same), either way round.
+// +kubebuilder:validation:XValidation:rule="self.targetRef.kind == oldSelf.targetRef.kind && self.targetRef.name == oldSelf.targetRef.name && (self.targetRef.kind in ['Deployment', 'StatefulSet'] ? (has(self.targetRef.apiVersion) ? self.targetRef.apiVersion : 'apps/v1') == (has(oldSelf.targetRef.apiVersion) ? oldSelf.targetRef.apiVersion : 'apps/v1') : (has(self.targetRef.apiVersion) ? self.targetRef.apiVersion : '-') == (has(oldSelf.targetRef.apiVersion) ? oldSelf.targetRef.apiVersion : '-'))",message="targetRef is immutable; delete and recreate the ManagedWorkload to manage another workload"
 type ManagedWorkloadSpec struct {
 	// TargetRef names the Deployment, StatefulSet or other scalable workload
 	// to pause. Immutable.

@@ -327,6 +327,10 @@ const (
 	// EventAutoscalerReset warns that a ScaledObject's paused-replicas,
 	// set by Napwake, was changed or removed while paused, and set back.
 	EventAutoscalerReset = "AutoscalerReset"
+	// EventAutoscalerChanged reports that a HorizontalPodAutoscaler or
+	// ScaledObject of a paused workload changed its spec: the replicas
+	// saved at the pause still win on wake.
+	EventAutoscalerChanged = "AutoscalerChanged"
 )
 
 // Doorman port range and caps (docs/design/pause-wake.md#ports-holds-and-claims;

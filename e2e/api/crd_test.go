@@ -200,6 +200,47 @@ func TestTargetRefIsImmutable(t *testing.T) {
 	}
 }
 
+// TestTargetRefMayOnlySpellOutAppsV1 sends updates of targetRef to the API
+// server: a Deployment's or StatefulSet's apiVersion may be added as
+// apps/v1 or dropped (they mean the same), and nothing else of it changes.
+func TestTargetRefMayOnlySpellOutAppsV1(t *testing.T) {
+	deployment := napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"}
+	apps := func(r napwakev1alpha1.TargetRef) napwakev1alpha1.TargetRef { r.APIVersion = "apps/v1"; return r }
+	statefulSet := napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: "db"}
+	rollout := napwakev1alpha1.TargetRef{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "web"}
+	for i, tc := range []struct {
+		name     string
+		from, to napwakev1alpha1.TargetRef
+		accepted bool
+	}{
+		{"a Deployment's apiVersion spelled out as apps/v1", deployment, apps(deployment), true},
+		{"a Deployment's apps/v1 left out", apps(deployment), deployment, true},
+		{"a StatefulSet's apiVersion spelled out as apps/v1", statefulSet, apps(statefulSet), true},
+		{"a Deployment's apiVersion set to another group's", deployment, napwakev1alpha1.TargetRef{APIVersion: "apps.example.com/v1", Kind: napwakev1alpha1.KindDeployment, Name: "api"}, false},
+		{"a Deployment's name", apps(deployment), napwakev1alpha1.TargetRef{APIVersion: "apps/v1", Kind: napwakev1alpha1.KindDeployment, Name: "other"}, false},
+		{"a Deployment made a StatefulSet", deployment, napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: "api"}, false},
+		{"a Rollout's apiVersion", rollout, napwakev1alpha1.TargetRef{APIVersion: "argoproj.io/v1", Kind: "Rollout", Name: "web"}, false},
+		{"a Rollout's apiVersion made apps/v1", rollout, napwakev1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Rollout", Name: "web"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			mw := minimal(fmt.Sprintf("spell-out-%d", i))
+			mw.Spec.TargetRef = tc.from
+			if err := k8s.Create(ctx, mw); err != nil {
+				t.Fatal(err)
+			}
+			mw.Spec.TargetRef = tc.to
+			err := k8s.Update(ctx, mw)
+			switch {
+			case tc.accepted && err != nil:
+				t.Fatalf("targetRef %+v to %+v refused: %v", tc.from, tc.to, err)
+			case !tc.accepted && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "targetRef is immutable")):
+				t.Fatalf("targetRef %+v to %+v: want an Invalid error saying targetRef is immutable, got %v", tc.from, tc.to, err)
+			}
+		})
+	}
+}
+
 func TestStatusIsASubresource(t *testing.T) {
 	ctx := context.Background()
 	mw := minimal("status")

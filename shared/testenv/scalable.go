@@ -31,6 +31,21 @@ var (
 	NoSelectorAppGVK = schema.GroupVersionKind{Group: "test.napwake.dev", Version: "v1", Kind: "NoSelectorApp"}
 )
 
+// LateAppGVK is a kind like ScalableApp, in a group of its own, that no
+// test installs up front: InstallLateAppCRD installs it while an operator
+// runs, as a CRD installed after the operator started.
+var LateAppGVK = schema.GroupVersionKind{Group: "late.test.napwake.dev", Version: "v1", Kind: "LateApp"}
+
+// InstallLateAppCRD installs LateApp's CRD and waits until it is served.
+func InstallLateAppCRD(cfg *rest.Config) error {
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
+		scalableCRD(LateAppGVK, &apiextensionsv1.CustomResourceSubresourceScale{
+			SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: ptrTo(".status.selector"),
+		}),
+	}})
+	return err
+}
+
 var installScalable sync.Once
 var errScalable error
 

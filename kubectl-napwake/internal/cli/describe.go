@@ -5,12 +5,16 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/kubectl-napwake/internal/render"
+	"napwake.dev/shared/restore"
 )
 
 func newDescribeCommand(o *Options) *cobra.Command {
@@ -94,8 +98,50 @@ func (o *Options) describeOne(ctx context.Context, s *session, mw *napwakev1alph
 		// Without permission to read events the rest still describes it.
 		events = nil
 	}
-	render.DescribeWith(o.IO.Out, mw, events, s.dependenciesOf(ctx, mw), o.renderOptions(false))
+	around := render.Around{Dependencies: s.dependenciesOf(ctx, mw), Autoscalers: s.autoscalersOf(ctx, mw)}
+	render.DescribeWith(o.IO.Out, mw, events, around, o.renderOptions(false))
 	return nil
+}
+
+// autoscalersOf lists the HorizontalPodAutoscalers and KEDA ScaledObjects
+// of mw's namespace whose scaleTargetRef names its target. Those it may not
+// list (KEDA not installed, no permission) are left out.
+func (s *session) autoscalersOf(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) []render.Autoscaler {
+	var out []render.Autoscaler
+	var hpas autoscalingv1.HorizontalPodAutoscalerList
+	if err := s.c.List(ctx, &hpas, client.InNamespace(mw.Namespace)); err == nil {
+		for _, h := range hpas.Items {
+			ref := h.Spec.ScaleTargetRef
+			if render.Scales(ref.APIVersion, ref.Kind, ref.Name, mw.Spec.TargetRef) {
+				a := render.Autoscaler{Kind: "HorizontalPodAutoscaler", Name: h.Name, Max: ptr.To(int64(h.Spec.MaxReplicas))}
+				if h.Spec.MinReplicas != nil {
+					a.Min = ptr.To(int64(*h.Spec.MinReplicas))
+				}
+				out = append(out, a)
+			}
+		}
+	}
+	var sos unstructured.UnstructuredList
+	sos.SetGroupVersionKind(restore.ScaledObjectGVK.GroupVersion().WithKind(restore.ScaledObjectGVK.Kind + "List"))
+	if err := s.c.List(ctx, &sos, client.InNamespace(mw.Namespace)); err == nil {
+		for _, so := range sos.Items {
+			str := func(f string) string {
+				v, _, _ := unstructured.NestedString(so.Object, "spec", "scaleTargetRef", f)
+				return v
+			}
+			if render.Scales(str("apiVersion"), str("kind"), str("name"), mw.Spec.TargetRef) {
+				a := render.Autoscaler{Kind: restore.ScaledObjectGVK.Kind, Name: so.GetName()}
+				if v, ok, _ := unstructured.NestedInt64(so.Object, "spec", "minReplicaCount"); ok {
+					a.Min = &v
+				}
+				if v, ok, _ := unstructured.NestedInt64(so.Object, "spec", "maxReplicaCount"); ok {
+					a.Max = &v
+				}
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // dependenciesOf reads the ManagedWorkloads mw depends on, declared and

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,9 +22,9 @@ func newSavingsCommand(o *Options) *cobra.Command {
 workloads saved: the replica-hours paused (ended pauses, as the operator
 records them in status.savings, plus the pause under way) and the CPU
 core-hours and memory GiB-hours those replicas' requests would have held.
-Requests are read from each workload's Deployment or StatefulSet pod
-template; a workload whose target cannot be read counts in replica-hours
-only, and the table says so.`,
+Requests are read from the pod template (spec.template) of each workload's
+target, whatever its kind; a workload whose target cannot be read, or has
+no pod template, counts in replica-hours only, and the table says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format != "" && format != "json" {
@@ -59,38 +58,20 @@ func (o *Options) runSavings(ctx context.Context, format string) error {
 	return nil
 }
 
-// targetRequests reads what one replica of mw's target requests; a target
-// that cannot be read (gone, or not readable by this user) is Known false.
+// targetRequests reads what one replica of mw's target requests, from its
+// pod template (spec.template) whatever its kind: a Deployment's, a
+// StatefulSet's, an Argo Rollout's. A target that cannot be read (gone, or
+// not readable by this user) is Known false; one read without a pod
+// template is NoTemplate (render.RequestsOf).
 func targetRequests(ctx context.Context, c client.Client, mw *napwakev1alpha1.ManagedWorkload) render.Requests {
-	key := types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}
-	var spec *corev1.PodSpec
-	if !mw.Spec.TargetRef.IsApps() {
-		return render.Requests{} // another kind's template is not read here
-	}
-	switch mw.Spec.TargetRef.Kind {
-	case napwakev1alpha1.KindDeployment:
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, key, d); err != nil {
-			return render.Requests{}
-		}
-		spec = &d.Spec.Template.Spec
-	case napwakev1alpha1.KindStatefulSet:
-		st := &appsv1.StatefulSet{}
-		if err := c.Get(ctx, key, st); err != nil {
-			return render.Requests{}
-		}
-		spec = &st.Spec.Template.Spec
-	default:
+	gvk, err := mw.Spec.TargetRef.GroupVersionKind()
+	if err != nil {
 		return render.Requests{}
 	}
-	r := render.Requests{Known: true}
-	for _, ctr := range spec.Containers {
-		if q, ok := ctr.Resources.Requests[corev1.ResourceCPU]; ok {
-			r.CPU.Add(q)
-		}
-		if q, ok := ctr.Resources.Requests[corev1.ResourceMemory]; ok {
-			r.Memory.Add(q)
-		}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: mw.Namespace, Name: mw.Spec.TargetRef.Name}, u); err != nil {
+		return render.Requests{}
 	}
-	return r
+	return render.RequestsOf(u.Object)
 }

@@ -64,7 +64,8 @@ func staticRESTMapper() meta.RESTMapper {
 	m.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
 	m.Add(discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), meta.RESTScopeNamespace)
 	m.Add(batchv1.SchemeGroupVersion.WithKind("CronJob"), meta.RESTScopeNamespace)
-	m.Add(restore.ScaledObjectGVK, meta.RESTScopeNamespace) // 404 where KEDA is not installed: nothing held
+	m.Add(autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), meta.RESTScopeNamespace) // describe's autoscalers
+	m.Add(restore.ScaledObjectGVK, meta.RESTScopeNamespace)                                              // 404 where KEDA is not installed: nothing held
 
 	return m
 }

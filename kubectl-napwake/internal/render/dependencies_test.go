@@ -67,7 +67,7 @@ func TestDescribeShowsEachEdgeWithItsStateAndWhoKeepsItAwake(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			DescribeWith(&b, tc.mw, nil, deps, Options{Now: now})
+			DescribeWith(&b, tc.mw, nil, Around{Dependencies: deps}, Options{Now: now})
 			golden(t, tc.name, b.Bytes())
 		})
 	}

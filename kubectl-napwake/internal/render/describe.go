@@ -22,18 +22,30 @@ const maxEvents = 10
 // and doorman ports, why it is not routed, its dependencies and its recent
 // events. It knows nothing of the dependencies' own state; DescribeWith does.
 func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
-	DescribeWith(w, mw, events, nil, o)
+	DescribeWith(w, mw, events, Around{}, o)
 }
 
-// DescribeWith is Describe with the dependencies' ManagedWorkloads, keyed
-// "namespace/name" (nil for one that does not exist), so each edge shows its
-// dependency's phase.
-func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, deps map[string]*napwakev1alpha1.ManagedWorkload, o Options) {
+// Around is what describe reads around a workload besides its events.
+type Around struct {
+	// Dependencies are the dependencies' ManagedWorkloads, keyed
+	// "namespace/name" (nil for one that does not exist), so each edge
+	// shows its dependency's phase.
+	Dependencies map[string]*napwakev1alpha1.ManagedWorkload
+	// Autoscalers scale the target; shown when there are any.
+	Autoscalers []Autoscaler
+}
+
+// DescribeWith is Describe with what is around the workload.
+func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, around Around, o Options) {
 	s := mw.Status
+	deps := around.Dependencies
 	kv := table{}
 	kv.add(txt("Name:"), txt(mw.Name))
 	kv.add(txt("Namespace:"), txt(mw.Namespace))
 	kv.add(txt("Target:"), txt(describeTarget(mw.Spec.TargetRef)))
+	if len(around.Autoscalers) > 0 {
+		kv.add(txt("Autoscalers:"), txt(autoscalersLine(around.Autoscalers)))
+	}
 	kv.add(txt("Phase:"), phaseCell(s.Phase))
 	if s.Pause != nil {
 		label := "Pause:"

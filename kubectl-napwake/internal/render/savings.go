@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -16,8 +19,41 @@ import (
 // template's containers' requests.
 type Requests struct {
 	CPU, Memory resource.Quantity
-	// Known is false when the target could not be read.
+	// Known is false when the target could not be read, or has no pod
+	// template.
 	Known bool
+	// NoTemplate is true when the target was read but has no pod template
+	// (spec.template) to read requests from.
+	NoTemplate bool
+}
+
+// RequestsOf sums the requests of the containers of a target's pod
+// template, spec.template, read from the object as unstructured: the same
+// path in a Deployment, a StatefulSet and any other kind that has one (an
+// Argo Rollout). Without one it is NoTemplate; with one that cannot be
+// read, unknown.
+func RequestsOf(obj map[string]any) Requests {
+	m, ok, err := unstructured.NestedMap(obj, "spec", "template")
+	if err != nil {
+		return Requests{}
+	}
+	if !ok {
+		return Requests{NoTemplate: true}
+	}
+	var t corev1.PodTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &t); err != nil {
+		return Requests{}
+	}
+	r := Requests{Known: true}
+	for _, c := range t.Spec.Containers {
+		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+			r.CPU.Add(q)
+		}
+		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			r.Memory.Add(q)
+		}
+	}
+	return r
 }
 
 // SavingsRow is what the pauses of one namespace's workloads saved.
@@ -29,10 +65,13 @@ type SavingsRow struct {
 	ReplicaHours float64 `json:"replicaHours"`
 	// CPUCoreHours and MemoryGiBHours are the requests freed: replica-hours
 	// times each replica's requests, for the workloads whose requests were read.
-	CPUCoreHours   float64    `json:"cpuCoreHours"`
-	MemoryGiBHours float64    `json:"memoryGiBHours"`
-	Unknown        int        `json:"workloadsWithUnknownRequests,omitempty"`
-	Since          *time.Time `json:"since,omitempty"`
+	CPUCoreHours   float64 `json:"cpuCoreHours"`
+	MemoryGiBHours float64 `json:"memoryGiBHours"`
+	// Unknown counts the workloads with replica-hours whose target could
+	// not be read; NoTemplate those whose target has no pod template.
+	Unknown    int        `json:"workloadsWithUnknownRequests,omitempty"`
+	NoTemplate int        `json:"workloadsWithoutPodTemplate,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
 }
 
 // SavingsOf sums, per namespace, what each workload's ended pauses
@@ -69,7 +108,11 @@ func SavingsOf(mws []napwakev1alpha1.ManagedWorkload, requests map[string]Reques
 		r.ReplicaHours += hours
 		req, ok := requests[mw.Namespace+"/"+mw.Name]
 		if !ok || !req.Known {
-			if hours > 0 {
+			switch {
+			case hours == 0:
+			case req.NoTemplate:
+				r.NoTemplate++
+			default:
 				r.Unknown++
 			}
 			continue
@@ -120,7 +163,7 @@ func Savings(w io.Writer, rows []SavingsRow, o Options) {
 	t := table{}
 	t.add(txt("NAMESPACE"), txt("WORKLOADS"), txt("PAUSES"), txt("REPLICA-HOURS"), txt("CPU CORE-HOURS"), txt("MEMORY GiB-HOURS"), txt("SINCE"))
 	var total SavingsRow
-	unknown := 0
+	unknown, noTemplate := 0, 0
 	for _, r := range rows {
 		t.add(txt(r.Namespace), txt(strconv.Itoa(r.Workloads)), txt(strconv.FormatInt(r.Pauses, 10)), txt(hoursCell(r.ReplicaHours)),
 			txt(hoursCell(r.CPUCoreHours)), txt(hoursCell(r.MemoryGiBHours)), txt(sinceCell(o.Now, r.Since)))
@@ -131,6 +174,7 @@ func Savings(w io.Writer, rows []SavingsRow, o Options) {
 		total.MemoryGiBHours += r.MemoryGiBHours
 		total.Since = earliest(total.Since, deref(r.Since))
 		unknown += r.Unknown
+		noTemplate += r.NoTemplate
 	}
 	if len(rows) > 1 {
 		t.add(txt("total"), txt(strconv.Itoa(total.Workloads)), txt(strconv.FormatInt(total.Pauses, 10)), txt(hoursCell(total.ReplicaHours)),
@@ -141,7 +185,10 @@ func Savings(w io.Writer, rows []SavingsRow, o Options) {
 	}
 	t.write(w, o)
 	if unknown > 0 && !o.NoHeaders {
-		fmt.Fprintf(w, "CPU and memory leave out %s whose Deployment or StatefulSet could not be read.\n", plural(int64(unknown), "workload"))
+		fmt.Fprintf(w, "CPU and memory leave out %s whose target could not be read.\n", plural(int64(unknown), "workload"))
+	}
+	if noTemplate > 0 && !o.NoHeaders {
+		fmt.Fprintf(w, "CPU and memory leave out %s whose target has no pod template (spec.template) to read requests from.\n", plural(int64(noTemplate), "workload"))
 	}
 }
 

@@ -36,7 +36,8 @@
 //     decide (Input.Schedule), the Schedule condition, status.schedule,
 //     and one InvalidSetting event per change of what cannot be read.
 //   - learn.go: learned dependencies from napwake.dev/last-request-from,
-//     recorded on the caller's status.
+//     recorded on the caller's status, the calling pod's owners followed
+//     to its workload.
 //   - forecast.go, forecastfigures.go: the workload's forecast (package
 //     forecast) read from status.forecast, taught person-caused activity,
 //     asked for decide's Input.Forecast (or, in Observe mode, reported), and
@@ -44,4 +45,9 @@
 //   - index.go: the IndexTargetRef and IndexPodIP field indexes, which the
 //     manager adds once.
 //   - optin.go: the opt-in reconciler.
+//   - latekinds.go: the --target-kinds kinds the API server serves only
+//     after the manager started, watched (and opted in) once served.
+//   - autoscalers.go: the HPA and ScaledObject watch's notes of a spec
+//     changed while the workload is paused, reported as AutoscalerChanged.
+//   - quiesce.go: the ScaledObjects and CronJobs held while paused.
 package controller

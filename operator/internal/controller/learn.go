@@ -8,7 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,14 +79,24 @@ func (r *ManagedWorkloadReconciler) callerOf(ctx context.Context, from string, a
 	return deps.CallerOf(from, at, callee, pods), nil
 }
 
-// workloadOf is the ManagedWorkload whose target owns the Pod, or the zero
-// Key. A Deployment's Pod is owned by its ReplicaSet, named after the
-// Deployment and the Pod's pod-template-hash, so no ReplicaSet is read; a
-// Pod owned directly by an object of another kind is that object's, which
-// a ManagedWorkload may target (docs/pause.md#other-kinds-of-workload).
+// maxOwnerHops bounds the walk up a Pod's controller owners: the Pod's
+// owner, its ReplicaSet's owner (an Argo Rollout's), and two more for a
+// kind that wraps another.
+const maxOwnerHops = 4
+
+// workloadOf is the ManagedWorkload whose target controls the Pod, or the
+// zero Key. It walks up the Pod's controller owners (ownerTarget names
+// the target each may be) until one is a ManagedWorkload's target. A
+// Deployment's Pod is owned by its ReplicaSet, named after the Deployment
+// and the Pod's pod-template-hash, so no ReplicaSet is read for it. Other
+// owners are read (their metadata, from the API server) only when the
+// operator pauses kinds beyond Deployment and StatefulSet
+// (--target-kinds): an Argo Rollout's Pod is its ReplicaSet's, which is
+// the Rollout's (docs/pause.md#other-kinds-of-workload). An owner gone,
+// not served or not readable ends the walk with nothing learned.
 func (r *ManagedWorkloadReconciler) workloadOf(ctx context.Context, p *corev1.Pod) (deps.Key, error) {
-	ref, ok := ownerTarget(p)
-	if !ok {
+	owner := metav1.GetControllerOf(p)
+	if owner == nil {
 		return deps.Key{}, nil
 	}
 	// One namespace's ManagedWorkloads, from the cache, only when a new
@@ -92,12 +105,45 @@ func (r *ManagedWorkloadReconciler) workloadOf(ctx context.Context, p *corev1.Po
 	if err := r.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
 		return deps.Key{}, fmt.Errorf("listing the ManagedWorkloads of namespace %s: %w", p.Namespace, err)
 	}
+	targets := make(map[string]deps.Key, len(list.Items))
 	for i := range list.Items {
-		if list.Items[i].Spec.TargetRef.String() == ref.String() {
-			return deps.KeyOf(&list.Items[i]), nil
-		}
+		targets[list.Items[i].Spec.TargetRef.String()] = deps.KeyOf(&list.Items[i])
 	}
-	return deps.Key{}, nil
+	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	for hop := 1; ; hop++ {
+		if ref, ok := ownerTarget(*owner, hash); ok {
+			if k, ok := targets[ref.String()]; ok {
+				return k, nil
+			}
+		}
+		if hop == maxOwnerHops || len(r.TargetKinds) == 0 {
+			return deps.Key{}, nil
+		}
+		o, err := r.ownerOf(ctx, p.Namespace, *owner)
+		if o == nil || err != nil {
+			return deps.Key{}, err
+		}
+		if owner = metav1.GetControllerOf(o); owner == nil {
+			return deps.Key{}, nil
+		}
+		hash = o.GetLabels()[appsv1.DefaultDeploymentUniqueLabelKey]
+	}
+}
+
+// ownerOf reads the metadata of the object ref names in namespace from the
+// API server; nil when it is gone, not served or not readable.
+func (r *ManagedWorkloadReconciler) ownerOf(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, o)
+	switch {
+	case err == nil:
+		return o, nil
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err):
+		ctrl.LoggerFrom(ctx).V(1).Info("Not following a Pod's owner", "kind", ref.Kind, "name", ref.Name, "reason", err.Error())
+		return nil, nil
+	}
+	return nil, fmt.Errorf("reading the %s %s/%s that owns a calling Pod: %w", ref.Kind, namespace, ref.Name, err)
 }
 
 // teach records callee, seen at, on caller's status.dependencies.learned: a
@@ -125,25 +171,22 @@ func (r *ManagedWorkloadReconciler) teach(ctx context.Context, caller, callee de
 	return nil
 }
 
-// ownerTarget is the targetRef of the workload controlling p: a Deployment
-// through its ReplicaSet, a StatefulSet, or any other kind but a
-// ReplicaSet (whose owner is not known without reading it).
-func ownerTarget(p *corev1.Pod) (napwakev1alpha1.TargetRef, bool) {
-	owner := metav1.GetControllerOf(p)
-	if owner == nil {
-		return napwakev1alpha1.TargetRef{}, false
-	}
+// ownerTarget is the targetRef an owner names: a Deployment through its
+// ReplicaSet (named after it and hash, the owned object's
+// pod-template-hash), a Deployment or StatefulSet itself, or any kind
+// outside apps/v1. A ReplicaSet of no Deployment (an Argo Rollout's) and
+// other apps/v1 kinds name none.
+func ownerTarget(owner metav1.OwnerReference, hash string) (napwakev1alpha1.TargetRef, bool) {
 	apps := strings.HasPrefix(owner.APIVersion, appsv1.GroupName+"/")
 	switch {
 	case apps && owner.Kind == "ReplicaSet":
-		hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 		name, ok := strings.CutSuffix(owner.Name, "-"+hash)
 		if hash == "" || !ok {
 			return napwakev1alpha1.TargetRef{}, false
 		}
 		return napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: name}, true
-	case apps && owner.Kind == "StatefulSet":
-		return napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindStatefulSet, Name: owner.Name}, true
+	case apps && (owner.Kind == string(napwakev1alpha1.KindDeployment) || owner.Kind == string(napwakev1alpha1.KindStatefulSet)):
+		return napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.TargetKind(owner.Kind), Name: owner.Name}, true
 	case apps:
 		return napwakev1alpha1.TargetRef{}, false
 	}

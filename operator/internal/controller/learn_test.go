@@ -4,13 +4,16 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/testenv"
 )
 
 // callerPod creates a Running Pod of Deployment owner (through its
@@ -18,10 +21,17 @@ import (
 // since. Its labels match no selector, so no pause waits for it to go.
 func (e *env) callerPod(name, owner, ip string, since time.Time) *corev1.Pod {
 	e.t.Helper()
+	return e.runningPod(name, map[string]string{"role": "caller", "pod-template-hash": "5d9f"},
+		metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner + "-5d9f", UID: types.UID("uid-" + owner), Controller: ptr.To(true)}, ip, since)
+}
+
+// runningPod creates a Running Pod with labels, controlled by owner,
+// holding ip since since.
+func (e *env) runningPod(name string, labels map[string]string, owner metav1.OwnerReference, ip string, since time.Time) *corev1.Pod {
+	e.t.Helper()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: map[string]string{"role": "caller", "pod-template-hash": "5d9f"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner + "-5d9f", UID: types.UID("uid-" + owner), Controller: ptr.To(true)}}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}},
 	}
 	must(e.t, k8s.Create(e.ctx, p))
 	p.Status = corev1.PodStatus{
@@ -125,28 +135,26 @@ func TestAnIPADeletedPodUsedToHaveTeachesNothing(t *testing.T) {
 	e.wantPhase(napwakev1alpha1.PhaseResuming, "api")
 }
 
-func TestOwnerTargetNamesTheWorkloadControllingAPod(t *testing.T) {
-	pod := func(apiVersion, kind, name string, labels map[string]string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
-		if kind != "" {
-			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptr.To(true)}}
-		}
-		return p
+func TestOwnerTargetNamesTheWorkloadAnOwnerIs(t *testing.T) {
+	owner := func(apiVersion, kind, name string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptr.To(true)}
 	}
 	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want string // TargetRef.String(); "" for none
+		name  string
+		owner metav1.OwnerReference
+		hash  string
+		want  string // TargetRef.String(); "" for none
 	}{
-		{"a Deployment's, through its ReplicaSet", pod("apps/v1", "ReplicaSet", "api-5d4f", map[string]string{"pod-template-hash": "5d4f"}), "Deployment/api"},
-		{"a ReplicaSet's without the hash", pod("apps/v1", "ReplicaSet", "api-5d4f", nil), ""},
-		{"a StatefulSet's", pod("apps/v1", "StatefulSet", "db", nil), "StatefulSet/db"},
-		{"another kind's, owned directly", pod("test.napwake.dev/v1", "ScalableApp", "web", nil), "ScalableApp.test.napwake.dev/web"},
-		{"a DaemonSet's", pod("apps/v1", "DaemonSet", "agent", nil), ""},
-		{"no owner", pod("", "", "", nil), ""},
+		{"a Deployment's ReplicaSet", owner("apps/v1", "ReplicaSet", "api-5d4f"), "5d4f", "Deployment/api"},
+		{"a ReplicaSet without the hash", owner("apps/v1", "ReplicaSet", "api-5d4f"), "", ""},
+		{"a ReplicaSet not named with the hash (an Argo Rollout's)", owner("apps/v1", "ReplicaSet", "web-7c6b"), "5d4f", ""},
+		{"a Deployment", owner("apps/v1", "Deployment", "api"), "", "Deployment/api"},
+		{"a StatefulSet", owner("apps/v1", "StatefulSet", "db"), "", "StatefulSet/db"},
+		{"another kind", owner("test.napwake.dev/v1", "ScalableApp", "web"), "", "ScalableApp.test.napwake.dev/web"},
+		{"a DaemonSet", owner("apps/v1", "DaemonSet", "agent"), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ref, ok := ownerTarget(tc.pod)
+			ref, ok := ownerTarget(tc.owner, tc.hash)
 			got := ""
 			if ok {
 				got = ref.String()
@@ -155,5 +163,46 @@ func TestOwnerTargetNamesTheWorkloadControllingAPod(t *testing.T) {
 				t.Fatalf("ownerTarget = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestALearnedEdgeFollowsTheCallersPodThroughItsReplicaSetToAnotherKind:
+// a caller of a kind from --target-kinds whose Pods come through a
+// ReplicaSet it controls, as an Argo Rollout's do (Pod → ReplicaSet →
+// Rollout, the Pods labelled rollouts-pod-template-hash), is found by
+// walking the owners, and learns the edge.
+func TestALearnedEdgeFollowsTheCallersPodThroughItsReplicaSetToAnotherKind(t *testing.T) {
+	must(t, testenv.InstallScalableCRDs(restCfg))
+	gvk := testenv.ScalableAppGVK
+	e := newEnv(t)
+	e.r.TargetKinds = []schema.GroupVersionKind{gvk}
+	e.add("api", 0)
+	front := testenv.ScalableApp(gvk, e.ns, "front", 1, true)
+	must(t, k8s.Create(e.ctx, front))
+	must(t, k8s.Create(e.ctx, &napwakev1alpha1.ManagedWorkload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "front"},
+		Spec: napwakev1alpha1.ManagedWorkloadSpec{
+			TargetRef: napwakev1alpha1.TargetRef{APIVersion: gvk.GroupVersion().String(), Kind: napwakev1alpha1.TargetKind(gvk.Kind), Name: "front"},
+		},
+	}))
+	labels := map[string]string{"app": "front", "rollouts-pod-template-hash": "7c6b"}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "front-7c6b", Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: "front", UID: front.GetUID(), Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}},
+		},
+	}
+	must(t, k8s.Create(e.ctx, rs))
+	e.runningPod("front-7c6b-abcde", labels, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)},
+		"10.244.3.5", e.clock.Now().Add(-time.Hour))
+
+	e.clock.Step(time.Minute)
+	seen := e.clock.Now().Truncate(time.Second)
+	e.requestFrom("api", "10.244.3.5")
+	e.reconcile("api")
+	if got := e.learned("front"); len(got) != 1 || got[0].Name != "api" || !got[0].LastSeen.Time.Equal(seen) {
+		t.Fatalf("front (a ScalableApp through its ReplicaSet) learned %+v, want %s/api last seen %v", got, e.ns, seen)
 	}
 }

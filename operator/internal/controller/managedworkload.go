@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
@@ -78,12 +80,24 @@ type ManagedWorkloadReconciler struct {
 	SuspendCronJobs bool
 	// TargetKinds are the kinds beyond apps/v1 Deployment and StatefulSet
 	// that may be paused through their scale subresource (--target-kinds):
-	// the ones served when the manager starts are watched; a target of any
-	// other kind gets TargetAvailable False TargetNotScalable.
+	// the ones served when the manager starts are watched, the others once
+	// served (lateKinds); a target of a kind not given or not served gets
+	// TargetAvailable False TargetNotScalable.
 	TargetKinds []schema.GroupVersionKind
+	// KindRecheck is how often the TargetKinds not served when the manager
+	// started are looked for again, to be watched once served; zero is
+	// DefaultKindRecheck.
+	KindRecheck time.Duration
+	// KindServed, when set, is called once for each of TargetKinds the
+	// API server serves only after the manager started, once its watch is
+	// up: the manager sets up the kind's label opt-in there.
+	KindServed func(schema.GroupVersionKind) error
 
 	superseded supersededVersions
-	graphOnce  sync.Once
+	// autoscalerNotes are the changes of autoscalers seen by the watch,
+	// for the next reconcile of their workloads (autoscalers.go).
+	autoscalerNotes autoscalerNotes
+	graphOnce       sync.Once
 	// taught remembers the last last-request-from each workload learned
 	// from (deps.Key → string), so a reconcile looks it up once.
 	taught sync.Map
@@ -111,7 +125,8 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindDeployment))))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.mapTarget(appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindStatefulSet))))).
 		Watches(&napwakev1alpha1.ManagedWorkload{}, r.graphHandler()).
-		Watches(&corev1.Namespace{}, r.namespaceHandler())
+		Watches(&corev1.Namespace{}, r.namespaceHandler()).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, r.autoscalerHandler(r.hpaKind()), builder.WithPredicates(specChanged))
 	if r.KEDA != nil && r.KEDA.Installed() {
 		// Without KEDA's CRD at start there is nothing to watch: a watch of
 		// a kind the API server does not serve would fail the manager. A
@@ -119,20 +134,42 @@ func (r *ManagedWorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// its ScaledObjects are then put right at the next sync period.
 		so := &unstructured.Unstructured{}
 		so.SetGroupVersionKind(ScaledObjectGVK)
-		b = b.Watches(so, handler.EnqueueRequestsFromMapFunc(r.mapScaledObject), builder.WithPredicates(predicate.Or(
+		b = b.Watches(so, r.autoscalerHandler(r.scaledObjectKind()), builder.WithPredicates(predicate.Or(
 			predicate.AnnotationChangedPredicate{}, predicate.GenerationChangedPredicate{}))) // not KEDA's status writes
 	}
+	var late []schema.GroupVersionKind
 	for _, gvk := range r.TargetKinds {
 		// Only a kind served now can be watched (a watch of one the API
-		// server does not serve would fail the manager); its targets are
-		// then refused TargetNotScalable, said again at every sync period.
+		// server does not serve would fail the manager); the others are
+		// watched once served (lateKinds), their targets refused
+		// TargetNotScalable until then.
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			mgr.GetLogger().Info("Not watching a --target-kinds kind the API server does not serve", "kind", gvk.String(), "reason", err.Error())
+			mgr.GetLogger().Info("Not watching yet a --target-kinds kind the API server does not serve", "kind", gvk.String(), "reason", err.Error())
+			late = append(late, gvk)
 			continue
 		}
 		b = b.Watches(watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)))
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil || len(late) == 0 {
+		return err
+	}
+	every := r.KindRecheck
+	if every <= 0 {
+		every = DefaultKindRecheck
+	}
+	return mgr.Add(&lateKinds{mapper: mgr.GetRESTMapper(), every: every, pending: late, watch: func(gvk schema.GroupVersionKind) error {
+		if err := c.Watch(source.Kind(mgr.GetCache(), watchable(gvk), handler.EnqueueRequestsFromMapFunc(r.mapTarget(gvk)))); err != nil {
+			return err
+		}
+		if r.KindServed != nil {
+			if err := r.KindServed(gvk); err != nil {
+				// Not tried again: the ManagedWorkloads' watch is up.
+				mgr.GetLogger().Error(err, "Setting up what a --target-kinds kind now served needs", "kind", gvk.String())
+			}
+		}
+		return nil
+	}})
 }
 
 // watchable is an object of gvk to watch as metadata only: any change,
@@ -191,6 +228,7 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 	}
 	s := &run{r: r, mw: mw}
 	s.learn(ctx)
+	s.reportAutoscalerChanges()
 	defer s.remember()
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
 		base := mw.DeepCopy()

@@ -122,15 +122,11 @@ func (r *ManagedWorkloadReconciler) mapScaledObject(ctx context.Context, o clien
 	}
 	ref := scaleTargetRef(so)
 	// KEDA's defaults: an empty apiVersion is apps/v1, an empty kind a Deployment.
-	apiVersion, kind := ref.APIVersion, ref.Kind
-	if apiVersion == "" {
-		apiVersion = napwakev1alpha1.AppsV1
-	}
+	kind := ref.Kind
 	if kind == "" {
 		kind = string(napwakev1alpha1.KindDeployment)
 	}
-	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
-	return r.mapTarget(gvk)(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: so.GetNamespace(), Name: ref.Name}})
+	return r.mapScaled(ctx, so.GetNamespace(), ref.APIVersion, kind, ref.Name)
 }
 
 // quietAutoscalers writes what quiesce decides on each ScaledObject of the

@@ -117,6 +117,11 @@ func TestAKindWithAScaleSubresourcePausesAndWakesToItsSavedCount(t *testing.T) {
 	if mw := f.managedWorkload(); mw.Status.Phase != napwakev1alpha1.PhaseRunning || mw.Status.ResumedAt == nil {
 		t.Fatalf("phase %q resumedAt %v once Ready, want Running", mw.Status.Phase, mw.Status.ResumedAt)
 	}
+	// status.savings counts its pause as a Deployment's: the 3 replicas
+	// saved, over the minute paused.
+	if s := f.managedWorkload().Status.Savings; s == nil || s.Pauses != 1 || s.PausedReplicaSeconds != 3*60 {
+		t.Fatalf("savings %+v, want 180 replica-seconds over 1 pause", s)
+	}
 }
 
 func TestAKindWithoutATemplateIsRoutedByItsSelectorAndSaysSo(t *testing.T) {

@@ -72,6 +72,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets a test process build more than one manager.
 	SkipNameValidation bool
+	// KindRecheck is how often --target-kinds kinds not served at start
+	// are looked for again; zero is controller.DefaultKindRecheck.
+	KindRecheck time.Duration
 	// LeaderIdentity names this replica in the leader election Lease: its
 	// pod's name (POD_NAME), so a restarted container of the same pod takes
 	// the lease back at once instead of waiting out the lease it held.
@@ -196,29 +199,40 @@ func New(opts Options) (ctrl.Manager, error) {
 		SyncPeriod:       cfg.SyncPeriod,
 		SuspendCronJobs:  cfg.SuspendCronJobs,
 		TargetKinds:      cfg.ParsedTargetKinds(),
+		KindRecheck:      opts.KindRecheck,
 	}
 	if cfg.KEDA {
 		mwr.KEDA = &controller.KEDA{Reader: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Clock: opts.Clock}
 	}
+	defaults := settings.Defaults{IdleAfter: cfg.DefaultIdleAfter, Wake: cfg.DefaultWake}
+	mwr.KindServed = func(gvk schema.GroupVersionKind) error { return setUpOptIn(mgr, gvk, defaults) }
 	if err := mwr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ManagedWorkload controller: %w", err)
 	}
-	defaults := settings.Defaults{IdleAfter: cfg.DefaultIdleAfter, Wake: cfg.DefaultWake}
 	optIn := []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindDeployment)), appsv1.SchemeGroupVersion.WithKind(string(napwakev1alpha1.KindStatefulSet))}
 	for _, gvk := range cfg.ParsedTargetKinds() {
-		// Only a kind served now can be watched; its label opt-in waits
-		// for the operator's next start (docs/pause.md#other-kinds-of-workload).
+		// Only a kind served now can be watched; the label opt-in of one
+		// served later is set up then (KindServed, above).
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 			optIn = append(optIn, gvk)
 		}
 	}
 	for _, gvk := range optIn {
-		r := &controller.OptInReconciler{Client: mgr.GetClient(), GVK: gvk, Defaults: defaults, Recorder: mgr.GetEventRecorder("napwake-operator")}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the %s opt-in controller: %w", gvk.Kind, err)
+		if err := setUpOptIn(mgr, gvk, defaults); err != nil {
+			return nil, err
 		}
 	}
 	return mgr, nil
+}
+
+// setUpOptIn adds the label opt-in controller of kind gvk to mgr, started
+// or not.
+func setUpOptIn(mgr ctrl.Manager, gvk schema.GroupVersionKind, defaults settings.Defaults) error {
+	r := &controller.OptInReconciler{Client: mgr.GetClient(), GVK: gvk, Defaults: defaults, Recorder: mgr.GetEventRecorder("napwake-operator")}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s opt-in controller: %w", gvk.Kind, err)
+	}
+	return nil
 }
 
 // leaderLock is the leader election Lease named by opts.LeaderIdentity, or

@@ -100,7 +100,8 @@ func start(t testing.TB, cfg config.Config, m *metrics.Metrics) *started {
 func startAs(t testing.TB, cfg config.Config, m *metrics.Metrics, identity string) *started {
 	t.Helper()
 	clock := clocktesting.NewFakeClock(clockStart)
-	mgr, err := New(Options{Config: cfg, REST: restCfg, Log: logr.Discard(), Clock: clock, Metrics: m, SkipNameValidation: true, LeaderIdentity: identity})
+	mgr, err := New(Options{Config: cfg, REST: restCfg, Log: logr.Discard(), Clock: clock, Metrics: m, SkipNameValidation: true, LeaderIdentity: identity,
+		KindRecheck: 200 * time.Millisecond}) // a CRD installed mid-test is watched within a poll
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,4 +116,13 @@ func TestAScaledObjectEditedWhilePausedIsSetBackThroughTheWatch(t *testing.T) {
 	testenv.Eventually(t, "an AutoscalerReset event", func() error {
 		return findEvent(ns, "web", napwakev1alpha1.EventAutoscalerReset, "set back to 0")
 	})
+
+	// A change of its spec while paused is reported; the pause holds.
+	must(t, k8s.Get(ctx, key, so))
+	must(t, unstructured.SetNestedField(so.Object, int64(2), "spec", "minReplicaCount"))
+	must(t, k8s.Update(ctx, so))
+	testenv.Eventually(t, "an AutoscalerChanged event", func() error {
+		return findEvent(ns, "web", napwakev1alpha1.EventAutoscalerChanged, "ScaledObject web: minReplicaCount unset → 2 while paused")
+	})
+	must(t, replicasAre(ns, "web", 0))
 }
