@@ -92,8 +92,10 @@ GOWORK=off go -C "$root/hack/tools" build -o "$root/bin/ginkgo" github.com/onsi/
 # bed is one 2-core machine whose own add-ons (CoreDNS, kube-proxy, the
 # controller manager) recover slowly from the outage specs. A spec that
 # needed its second attempt is named in the digest below, pass or fail.
+# Ginkgo writes the report under --output-dir, a path given to it joined
+# to that dir even when absolute: the name alone lands it in $out.
 args=(--procs "$procs" --timeout 50m -v --no-color --flake-attempts "${E2E_ATTEMPTS:-2}"
-  --json-report "$out/e2e-report.json" --output-dir "$out")
+  --json-report e2e-report.json --output-dir "$out")
 [ -n "${E2E_FOCUS:-}" ] && args+=(--focus "$E2E_FOCUS")
 start=$(date +%s)
 # Each failed spec's name, time and message, printed last on a failure so
