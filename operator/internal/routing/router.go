@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -238,16 +236,14 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	key := client.ObjectKeyFromObject(mw)
 	switch {
 	case r.opts.DoormanService == "":
-		return 0, r.takeDown(ctx, mw, true, plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonDoormanDisabled,
-			Message: "routing is off (--doorman-service=\"\"): requests to the paused workload fail"})
+		return 0, r.takeDown(ctx, mw, true, plan.RoutingOff())
 	case tmpl == nil:
 		if r.forwarderOn() {
 			if err := r.retireForwarder(ctx, mw.Namespace, forwarder.Name(mw.Name)); err != nil {
 				return r.opts.RetryMin, err
 			}
 		}
-		return 0, r.takeDown(ctx, mw, true, plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonTargetNotFound,
-			Message: fmt.Sprintf("%s %s is gone, so nothing would start its pods: routing removed", mw.Spec.TargetRef.Kind, mw.Spec.TargetRef.Name)})
+		return 0, r.takeDown(ctx, mw, true, plan.TargetGone(string(mw.Spec.TargetRef.Kind), mw.Spec.TargetRef.Name))
 	}
 	doormen, err := r.doormen(ctx)
 	if err != nil {
@@ -256,8 +252,7 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	if len(doormen) == 0 {
 		// Routes stay in status, so their ports do; the slices go until a
 		// doorman pod is Ready again, when the doorman controller re-routes.
-		return r.opts.RedecideAfter, r.takeDown(ctx, mw, false, plan.Condition{Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonDoormanUnavailable,
-			Message: fmt.Sprintf("no doorman pod is Ready (Service %s): routing removed until one is", r.doorman)})
+		return r.opts.RedecideAfter, r.takeDown(ctx, mw, false, plan.NoDoorman(r.doorman.String()))
 	}
 	in, err := r.gather(ctx, mw, tmpl, doormen)
 	if err != nil {
@@ -280,28 +275,12 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		}
 		d.ForwarderNotReady = fwd.notReady
 	}
-	// A template made up from a scale's selector says nothing of probes:
-	// TargetAvailable says so (workload.NoTemplate), not a false warning here.
-	noProbe := !plan.HasReadinessProbe(tmpl) && tmpl.Annotations[workload.AnnotationTemplateFromSelector] != "true"
-	cond := d.Condition(mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk, noProbe)
-	if allocErr != nil {
-		reason := napwakev1alpha1.ReasonNoFreePort
-		if errors.Is(allocErr, ports.ErrTooManyPorts) {
-			reason = napwakev1alpha1.ReasonTooManyPorts
-		}
-		cond = plan.Condition{Status: metav1.ConditionFalse, Reason: reason, Message: allocErr.Error() + "; no Service is routed"}
-	}
-	if err := r.patchStatus(ctx, mw, routes, released, cond); err != nil {
+	out := d.Outcome(acted(mw, tmpl, routes, allocErr))
+	if err := r.patchStatus(ctx, mw, routes, released, out.Condition); err != nil {
 		return r.backoff(key), err
 	}
-	if len(routes) > 0 && noProbe {
-		r.warnOnce(mw, napwakev1alpha1.EventNoReadinessProbe, plan.MessageNoReadinessProbe+"; give the app a readiness probe that passes once it can serve")
-	}
-	if lb := d.UnsupportedLB(); len(lb) > 0 {
-		r.warnOnce(mw, napwakev1alpha1.EventUnsupportedLB, "not routed, in GKE NEGs (turn on the NEG forwarder to route them): "+strings.Join(lb, ", "))
-	}
-	if len(d.Invalid) > 0 {
-		r.warnOnce(mw, napwakev1alpha1.EventInvalidSetting, strings.Join(d.Invalid, "; "))
+	for _, w := range out.Warnings {
+		r.warnOnce(mw, w.Reason, w.Message)
 	}
 	if err := r.checkListening(ctx, doormen, routes, check); err != nil {
 		return r.fail(ctx, mw, routes, fmt.Errorf("checking the doorman listens: %w", err))
@@ -324,30 +303,37 @@ func (r *Router) route(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 		// Routed through the doorman pods that listen; the others join
 		// once they do.
 		log.FromContext(ctx).Info("Doorman pods left out of the slices until they listen", "managedWorkload", klogKey(mw), "doormen", deaf)
-		defer func() { after = soonest(after, r.opts.RetryMin) }()
 	}
 	if len(shared) > 0 {
-		// Another paused workload behind the same Service routes it: the
-		// doorman wakes every workload routed for a Service port a request
-		// reaches that wakes on request, so this one wakes too unless it
-		// asks (docs/pause.md). Its own route and port stay, and it
-		// is decided again within RedecideAfter, to route the Service itself
-		// if the other's slice goes while it is still paused.
-		cond.Message += "; " + sharedMessage(shared)
-		if err := r.patchStatus(ctx, mw, routes, nil, cond); err != nil {
+		// Its own route and port stay; the condition names the other's.
+		if err := r.patchStatus(ctx, mw, routes, nil, out.Shared(shared)); err != nil {
 			return r.backoff(key), err
 		}
-		return r.opts.RedecideAfter, nil
 	}
-	if d.ServedByOtherPods() {
-		return r.opts.RedecideAfter, nil
-	}
-	if fwd.notReady != "" {
-		// The forwarders controller re-routes on the Deployment's changes;
-		// a pod's image pull failing changes only the pod.
+	switch d.Recheck(len(deaf) > 0, len(shared) > 0, fwd.notReady != "") {
+	case plan.RecheckSoon:
 		return r.opts.RetryMin, nil
+	case plan.RecheckLater:
+		return r.opts.RedecideAfter, nil
 	}
 	return 0, nil
+}
+
+// acted is what routing mw found acting on its decision: its wake mode,
+// whether the no-probe warning applies (a template made up from a scale's
+// selector says nothing of probes: TargetAvailable says so, see
+// workload.NoTemplate, not a false warning here), its routes, and why no
+// port could be allocated.
+func acted(mw *napwakev1alpha1.ManagedWorkload, tmpl *corev1.PodTemplateSpec, routes []napwakev1alpha1.Route, allocErr error) plan.Acted {
+	a := plan.Acted{
+		Ask:     mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk,
+		NoProbe: !plan.HasReadinessProbe(tmpl) && tmpl.Annotations[workload.AnnotationTemplateFromSelector] != "true",
+		Routed:  len(routes) > 0,
+	}
+	if allocErr != nil {
+		a.PortsFailed, a.TooManyPorts = allocErr.Error(), errors.Is(allocErr, ports.ErrTooManyPorts)
+	}
+	return a
 }
 
 // admit leaves out of each of the workload's slices a doorman pod it does
@@ -388,13 +374,6 @@ func (r *Router) admit(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload,
 	return deaf, nil
 }
 
-func soonest(a, b time.Duration) time.Duration {
-	if a <= 0 || b < a {
-		return b
-	}
-	return a
-}
-
 // persistedRoutes are the workload's routes as last persisted, read past
 // the cache: a caller's copy can be older than the status a Route just
 // before wrote (the routing controller and the pause/wake reconciler both
@@ -418,21 +397,6 @@ func (r *Router) persistedRoutes(ctx context.Context, mw *napwakev1alpha1.Manage
 		return routesOf(mw)
 	}
 	return routesOf(fresh)
-}
-
-// sharedMessage names the Services another workload routes, and whose
-// route they are (service -> workload).
-func sharedMessage(shared map[string]string) string {
-	names := make([]string, 0, len(shared))
-	for svc := range shared {
-		names = append(names, svc)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, svc := range names {
-		parts = append(parts, fmt.Sprintf("%s through ManagedWorkload %s's route", svc, shared[svc]))
-	}
-	return "shared with other paused workloads, a request wakes each of them that wakes on request (one that asks wakes only on a click): " + strings.Join(parts, ", ")
 }
 
 // Unroute takes the workload's routing down once it is awake. See
