@@ -6,18 +6,8 @@ import (
 
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/page"
+	"napwake.dev/shared/onewake"
 )
-
-// ClickInterval is how often a click may wake a workload, whichever doorman
-// pod it reaches: a click within a minute of the last wake request
-// (napwake.dev/last-request) gets TooSoon.
-const ClickInterval = time.Minute
-
-// MaxClockSkew is how far in the future a last wake request may be and
-// still count, as the operator judges annotations (decide.MaxClockSkew): a
-// time further ahead is ignored, so a bad clock cannot refuse every click
-// for ever.
-const MaxClockSkew = time.Minute
 
 // Kind is the judgement of one request to a paused workload that asks.
 type Kind int
@@ -44,7 +34,7 @@ const (
 	// page (neither fetch metadata nor Origin, or no Sec-Fetch-User from a
 	// browser that always sends it): the asleep page, 403.
 	OldBrowser
-	// TooSoon: a good click within ClickInterval of the last wake request:
+	// TooSoon: a good click within onewake.ClickInterval of the last wake request:
 	// the asleep page, 429, Retry-After: 60.
 	TooSoon
 	// Unavailable: anything else: 503, Retry-After: 300, a short body (JSON
@@ -154,7 +144,7 @@ type Input struct {
 //     without, an Origin that is the page's address (else OtherAddress; no
 //     Origin either is OldBrowser).
 //  5. The token must verify (else Expired).
-//  6. Within ClickInterval of the last wake request it is TooSoon;
+//  6. Within onewake.ClickInterval of the last wake request it is TooSoon;
 //     otherwise it is Wake.
 //
 // Judge never panics (in.Req must be set) and never returns Wake without a
@@ -205,13 +195,11 @@ func Judge(in *Input) Verdict {
 	return Verdict{Kind: Wake, Token: tv, Why: "a fresh click from the page"}
 }
 
-// RecentWake reports whether a click at now comes within ClickInterval of the
-// last wake request. The doorman asks again when its guarded write of
-// napwake.dev/last-request conflicts, with the time it then reads, so two
-// pods clicking at once make one wake.
-func RecentWake(last, now time.Time) bool {
-	return !last.IsZero() && now.Before(last.Add(ClickInterval)) && !last.After(now.Add(MaxClockSkew))
-}
+// RecentWake reports whether a click at now comes too soon after the last
+// wake request (onewake.ClickTooSoon). The doorman asks again when its
+// guarded write of napwake.dev/last-request conflicts, with the time it
+// then reads, so two pods clicking at once make one wake.
+func RecentWake(last, now time.Time) bool { return onewake.ClickTooSoon(last, now) }
 
 func unavailable(r *classify.Request, why string) Verdict {
 	return Verdict{Kind: Unavailable, WantsJSON: r.WantsJSON(), Why: why}

@@ -27,7 +27,7 @@ const clickAttempts = 3
 // (docs/design/ask.md#one-wake-a-minute):
 // it reads the ManagedWorkload from the API server, not the informer cache,
 // answers false when its napwake.dev/last-request is within
-// ask.ClickInterval, and otherwise patches last-request and
+// onewake.ClickInterval, and otherwise patches last-request and
 // last-request-from guarded by the resourceVersion it read. On a conflict
 // (another pod's click, or any other write) it reads again, so of two pods
 // clicking at once one wakes and the other sees its stamp.

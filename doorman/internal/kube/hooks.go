@@ -19,6 +19,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/shared/onewake"
 )
 
 // Hooks does in Kubernetes what the proxy asks: it implements proxy.Hooks.
@@ -53,7 +54,7 @@ func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveC
 // and however many callers: it reads the ManagedWorkload from the API
 // server, not the cache, and stamps nothing when the workload is no longer
 // Paused or Pausing, or when its last-request is in this pause and within
-// proxy.WakeStands (another pod stamped it); otherwise it patches guarded
+// onewake.WakeStands (another pod stamped it); otherwise it patches guarded
 // by the resourceVersion it read, reading again on a conflict, so of two
 // pods waking at once one stamps and the other sees its stamp.
 func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
@@ -64,13 +65,13 @@ func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from
 // stamped says whether mw needs no wake stamp at now: it is not Paused or
 // Pausing (already waking, or running), or its last-request is in its
 // current pause (to the second, as the operator compares) and within
-// proxy.WakeStands.
+// onewake.WakeStands.
 func stamped(mw *napwakev1alpha1.ManagedWorkload, now time.Time) bool {
 	st := mw.Status
 	if st.Phase != napwakev1alpha1.PhasePaused && st.Phase != napwakev1alpha1.PhasePausing {
 		return true
 	}
-	return st.Pause != nil && proxy.StampStands(lastRequest(mw), st.Pause.StartedAt.Time, now, proxy.WakeStands)
+	return st.Pause != nil && onewake.Of(st.Pause.StartedAt.Time).Stands(lastRequest(mw), now)
 }
 
 // Active stamps napwake.dev/last-activity on w with the time now: the

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"napwake.dev/shared/onewake"
 )
 
 // ActivityEvery is how often a workload with connections passing through
@@ -69,7 +71,7 @@ func (a *passingActivity) report(ctx context.Context, c clock.WithTicker, hooks 
 		case <-t.C():
 		}
 		for _, w := range a.busy() {
-			actx, cancel := context.WithTimeout(ctx, patchTimeout)
+			actx, cancel := context.WithTimeout(ctx, onewake.PatchTimeout)
 			if err := hooks.Active(actx, w); err != nil {
 				log.Error(err, "Reporting connections passing through as activity", "workload", w.Key())
 			}

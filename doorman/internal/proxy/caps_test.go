@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/onewake"
 	"napwake.dev/shared/testnet"
 )
 
@@ -343,15 +344,15 @@ func TestAPauseIsWokenOncePerDoorman(t *testing.T) {
 	wake(w)
 	fc.Step(3 * time.Second) // past the 2 s retry: another caller, the phase not yet Resuming here
 	wake(w)
-	fc.Step(WakeStands - 4*time.Second)
+	fc.Step(onewake.WakeStands - 4*time.Second)
 	wake(w)
 	if n, _, _ := h.rec.counts(); n != 1 {
-		t.Fatalf("%d wakes for one pause within %v, want 1", n, WakeStands)
+		t.Fatalf("%d wakes for one pause within %v, want 1", n, onewake.WakeStands)
 	}
-	fc.Step(time.Second) // still Paused WakeStands after the stamp: stamped again
+	fc.Step(time.Second) // still Paused onewake.WakeStands after the stamp: stamped again
 	wake(w)
 	if n, _, _ := h.rec.counts(); n != 2 {
-		t.Fatalf("%d wakes once the phase contradicted the stamp for %v, want 2", n, WakeStands)
+		t.Fatalf("%d wakes once the phase contradicted the stamp for %v, want 2", n, onewake.WakeStands)
 	}
 	fc.Step(3 * time.Second)
 	next := w
@@ -379,9 +380,9 @@ func TestACallerHeldAloneStampsAgainWhileThePauseStands(t *testing.T) {
 	wakes := func() int { n, _, _ := h.rec.counts(); return n }
 	wait(t, "the first stamp", func() bool { return wakes() == 1 })
 	// Step through WakeStands a retry at a time: each round looks again.
-	for range WakeStands / cfg.WakeRetry {
+	for range onewake.WakeStands / cfg.WakeRetry {
 		if wakes() != 1 {
-			t.Fatalf("%d stamps within WakeStands of the first, want 1", wakes())
+			t.Fatalf("%d stamps within onewake.WakeStands of the first, want 1", wakes())
 		}
 		wait(t, "the caller's retry timer", func() bool { return fc.Waiters() == 3 })
 		fc.Step(cfg.WakeRetry)
@@ -395,7 +396,7 @@ func TestACallerHeldAloneStampsAgainWhileThePauseStands(t *testing.T) {
 	}
 	fc.Step(cfg.WakeRetry) // the loop's next round sees it
 	wait(t, "the caller's wake loop to end", func() bool { return fc.Waiters() == 2 })
-	fc.Step(2 * WakeStands)
+	fc.Step(2 * onewake.WakeStands)
 	if n := wakes(); n != 2 {
 		t.Fatalf("%d stamps after the workload was Resuming, want 2", n)
 	}

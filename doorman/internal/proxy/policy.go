@@ -14,6 +14,7 @@ import (
 	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/onewake"
 )
 
 // Action is what the doorman does next with a connection.
@@ -364,21 +365,11 @@ func sharersOf(r Route, live []Route) []Workload {
 	return out
 }
 
-// StampStands reports whether a wake stamp made at last (napwake.dev/
-// last-request, as every doorman pod sees it) is in the pause that began at
-// pausedAt and younger than within at now. The pause's start is stored to
-// the second, and a stamp in that second counts as in the pause, as the
-// operator counts it. The request wake reads it with WakeStands (another
-// pod stamped this pause just now), the asleep page with pauseWokenFor (it
-// is waking, or about to be).
-func StampStands(last, pausedAt, now time.Time, within time.Duration) bool {
-	return !last.IsZero() && !pausedAt.IsZero() && !last.Before(pausedAt.Truncate(time.Second)) && now.Sub(last) < within
-}
-
-// wakeRequested reports whether w's last wake request came in its current
-// pause and within pauseWokenFor of now.
+// wakeRequested reports whether w's last wake request (napwake.dev/
+// last-request, as every doorman pod sees it) woke its current pause
+// (onewake.Pause.Woken): it is waking, or about to be.
 func wakeRequested(w Workload, now time.Time) bool {
-	return StampStands(w.LastRequest, w.PausedAt, now, pauseWokenFor)
+	return onewake.Of(w.PausedAt).Woken(w.LastRequest, now)
 }
 
 // woken is when this doorman last woke a workload, and the pause it woke;
@@ -388,16 +379,10 @@ type woken struct {
 	inFlight     bool
 }
 
-// pauseWokenFor is how long a pause this doorman has woken stays woken in
-// its eyes. Once the patch is accepted the operator has the request; the
-// phase this doorman sees can lag behind for a few seconds, and another
-// caller in them must not patch again and add a second WokenByRequest.
-const pauseWokenFor = 5 * time.Minute
-
 // wouldWake reports whether a wake at now would wake w (or call its pause
 // off): it is Paused or Pausing, and this doorman has neither woken it
-// within retry nor woken this pause of it within WakeStands. last is this doorman's
-// last wake of w, if known.
+// within retry nor woken this pause of it within onewake.WakeStands. last
+// is this doorman's last wake of w, if known.
 func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Duration) bool {
 	if !paused(w) {
 		return false
@@ -409,7 +394,7 @@ func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Dur
 	if since < retry {
 		return false
 	}
-	return w.PausedAt.IsZero() || !w.PausedAt.Equal(last.pausedAt) || since >= WakeStands
+	return w.PausedAt.IsZero() || !w.PausedAt.Equal(last.pausedAt) || since >= onewake.WakeStands
 }
 
 // paused reports whether w is Paused or Pausing: a request would wake it,
@@ -417,14 +402,6 @@ func wouldWake(w Workload, last woken, known bool, now time.Time, retry time.Dur
 func paused(w Workload) bool {
 	return w.Phase == string(napwakev1alpha1.PhasePaused) || w.Phase == string(napwakev1alpha1.PhasePausing)
 }
-
-// WakeStands is how long a stamped wake of a pause stands while the phase
-// still says Paused: the operator acts on it within a second or two, and the
-// phase a doorman sees lags by less, so a pause still Paused this long
-// after its stamp contradicts it (the operator missed it, or was away) and
-// is stamped again. Within it, no caller, in any doorman pod, stamps the
-// pause again, so one request makes one WokenByRequest.
-const WakeStands = 30 * time.Second
 
 // notServed is the wakes result and the reason a held connection given
 // up on at maxWait counts as: dialErr is the last dial's failure, if the

@@ -9,6 +9,7 @@ import (
 	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/classify"
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/onewake"
 )
 
 func TestDecide(t *testing.T) {
@@ -131,7 +132,7 @@ func TestAWakeRequestedInThisPauseMeansWaking(t *testing.T) {
 		{"no wake request: not waking", time.Time{}, false},
 		{"a wake request a second ago in this pause: waking", now.Add(-time.Second), true},
 		{"a wake request just before the pause began: not waking", pausedAt.Add(-time.Second), false},
-		{"a wake request five minutes ago that nothing acted on: not waking", now.Add(-pauseWokenFor), false},
+		{"a wake request five minutes ago that nothing acted on: not waking", now.Add(-onewake.WokenFor), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,8 +217,8 @@ func TestWouldWake(t *testing.T) {
 		{"a resuming workload is not woken again", w("Resuming", pausedAt), nil, false},
 		{"not again within the retry", w("Paused", time.Time{}), &woken{at: now.Add(-retry + time.Millisecond)}, false},
 		{"a pause without a start time is woken again after the retry", w("Paused", time.Time{}), &woken{at: now.Add(-retry)}, true},
-		{"the same pause is not woken again while its stamp stands", w("Paused", pausedAt), &woken{at: now.Add(-WakeStands + time.Second), pausedAt: pausedAt}, false},
-		{"the same pause still Paused once its stamp stood its time contradicts it: woken again", w("Paused", pausedAt), &woken{at: now.Add(-WakeStands), pausedAt: pausedAt}, true},
+		{"the same pause is not woken again while its stamp stands", w("Paused", pausedAt), &woken{at: now.Add(-onewake.WakeStands + time.Second), pausedAt: pausedAt}, false},
+		{"the same pause still Paused once its stamp stood its time contradicts it: woken again", w("Paused", pausedAt), &woken{at: now.Add(-onewake.WakeStands), pausedAt: pausedAt}, true},
 		{"a new pause is woken after the retry", w("Paused", now.Add(-time.Minute)), &woken{at: now.Add(-time.Minute), pausedAt: pausedAt}, true},
 	}
 	for _, tc := range cases {

@@ -18,6 +18,7 @@ import (
 	"napwake.dev/doorman/internal/ask"
 	"napwake.dev/doorman/internal/fdtable"
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/onewake"
 )
 
 // Hooks are what the doorman does in Kubernetes on behalf of a connection.
@@ -188,7 +189,7 @@ func New(cfg Config, table *Table, hooks Hooks, m *metrics.Metrics) *Server {
 	}
 	s.waker = &waker{hooks: hooks, clock: cfg.Clock, retry: cfg.WakeRetry, metrics: m, routes: &s.routes,
 		limiter: newWakeLimiter(cfg.Limits, cfg.Clock), lastWake: map[string]woken{}, log: logr.Discard(), failLog: rate.NewLimiter(1, failLogBurst),
-		retriers: map[retrierKey]*retrier{}, answeredFor: answeredWakeFor}
+		retriers: map[retrierKey]*retrier{}, answeredFor: onewake.AnsweredRetryFor}
 	return s
 }
 

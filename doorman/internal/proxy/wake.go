@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"napwake.dev/doorman/internal/metrics"
+	"napwake.dev/shared/onewake"
 )
 
 // waker wakes the workloads a connection is for, within the wake rate
@@ -60,13 +61,6 @@ type retrier struct {
 
 // Failed wakes are logged at most failLogBurst at once, then one a second.
 const failLogBurst = 5
-
-// answeredWakeFor is how long the wake of a caller that was answered (a
-// browser shown the waking-up page, a click) goes on being retried after
-// its connection is gone: its page reloads within seconds and each reload
-// wakes too, but a wake the API server refused must not end with the one
-// try it had (docs/design/doorman.md#one-wake-per-pause).
-const answeredWakeFor = time.Minute
 
 // wakeAnswered wakes r's workload for a caller that was answered (a
 // browser shown the waking-up page, a click) and retries the wake for
@@ -133,10 +127,6 @@ func (k *waker) wakeWhileHeld(ctx context.Context, r Route, src netip.Addr, unti
 	}
 }
 
-// patchTimeout bounds one wake patch: an API server that accepts the
-// connection and never answers must not stall the retries.
-const patchTimeout = 5 * time.Second
-
 // wake wakes r's workload, and every other paused workload routed for the
 // same Service port ("Services shared with other workloads": every
 // workload behind it paused, a request wakes them all), retrying every
@@ -196,7 +186,7 @@ func (k *waker) wake(ctx context.Context, r Route, src netip.Addr, until time.Ti
 func (k *waker) patch(ctx context.Context, service string, src netip.Addr, ws []Workload) bool {
 	all := true
 	for _, w := range ws {
-		pctx, cancel := context.WithTimeout(ctx, patchTimeout)
+		pctx, cancel := context.WithTimeout(ctx, onewake.PatchTimeout)
 		err := k.hooks.Wake(pctx, w, service, src)
 		cancel()
 		k.mu.Lock()
@@ -302,7 +292,7 @@ func (k *waker) claim(w Workload) int {
 func (k *waker) sweep(now time.Time) {
 	k.swept = now
 	for key, last := range k.lastWake {
-		if !last.inFlight && now.Sub(last.at) >= max(k.retry, WakeStands) {
+		if !last.inFlight && now.Sub(last.at) >= max(k.retry, onewake.WakeStands) {
 			delete(k.lastWake, key)
 		}
 	}
@@ -312,7 +302,7 @@ func (k *waker) sweep(now time.Time) {
 // housekeep sweeps every WakeStands until ctx ends, so the tables empty
 // when no wake comes to do it.
 func (k *waker) housekeep(ctx context.Context) {
-	t := k.clock.NewTicker(WakeStands)
+	t := k.clock.NewTicker(onewake.WakeStands)
 	defer t.Stop()
 	for {
 		select {
@@ -339,7 +329,7 @@ func (k *waker) clicked(w Workload) {
 // them all.
 func (k *waker) remember(w Workload, inFlight bool) {
 	now := k.clock.Now()
-	if now.Sub(k.swept) >= WakeStands {
+	if now.Sub(k.swept) >= onewake.WakeStands {
 		k.sweep(now)
 	}
 	if len(k.lastWake) > maxSources {

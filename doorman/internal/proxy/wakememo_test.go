@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"napwake.dev/shared/onewake"
 )
 
 // TestTheWakeMemoForgetsWorkloadsWokenLongAgo: preview environments woken
@@ -21,18 +23,18 @@ func TestTheWakeMemoForgetsWorkloadsWokenLongAgo(t *testing.T) {
 	for i := range 100 {
 		k.remember(wl(i), i == 0) // preview-0's patch is still under way
 	}
-	fc.Step(WakeStands)
+	fc.Step(onewake.WakeStands)
 	k.remember(wl(100), false)
 	if _, ok := k.lastWake[wl(0).Key()]; !ok {
 		t.Fatal("a wake in flight was forgotten")
 	}
 	if len(k.lastWake) != 2 {
-		t.Fatalf("%d entries after WakeStands, want 2 (the one in flight and the new one)", len(k.lastWake))
+		t.Fatalf("%d entries after onewake.WakeStands, want 2 (the one in flight and the new one)", len(k.lastWake))
 	}
 	fc.Step(time.Second)
 	k.remember(wl(101), false)
 	if len(k.lastWake) != 3 {
-		t.Fatalf("%d entries a second later, want 3: entries younger than WakeStands stay, and sweeps come once every WakeStands", len(k.lastWake))
+		t.Fatalf("%d entries a second later, want 3: entries younger than onewake.WakeStands stay, and sweeps come once every onewake.WakeStands", len(k.lastWake))
 	}
 }
 
@@ -72,11 +74,11 @@ func TestTheTablesEmptyWithNoWakeToSweepThem(t *testing.T) {
 	// Halfway to the tick, one more wake: younger than WakeStands at the
 	// tick, it stays. One wake per source spent: full again after
 	// SourceEvery (2 s), well before the tick.
-	fc.Step(WakeStands / 2)
+	fc.Step(onewake.WakeStands / 2)
 	k.mu.Lock()
 	k.remember(Workload{Namespace: "preview-3", Name: "api"}, false)
 	k.mu.Unlock()
-	fc.Step(WakeStands / 2)
+	fc.Step(onewake.WakeStands / 2)
 	for memo, sources := sizes(); memo != 2 || sources != 0; memo, sources = sizes() {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the tick: memo %d entries (want 2: the one in flight and the young one), source limiters %d (want 0: all full again)", memo, sources)

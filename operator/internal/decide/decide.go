@@ -63,12 +63,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/shared/onewake"
 )
 
 // MaxClockSkew is how far in the future an annotation's time may be and still
 // count: writers' clocks differ a little, but a far-future time would keep a
 // workload awake for ever, so it is ignored.
-const MaxClockSkew = time.Minute
+const MaxClockSkew = onewake.MaxClockSkew
 
 // State is the part of ManagedWorkload status the pause/wake cycle owns.
 type State struct {
@@ -370,14 +371,12 @@ func pausing(in Input, now time.Time, latest signal) Step {
 }
 
 // inPause says whether signal latest (not the default usage signal, which
-// only counts while Running) fired during pause p. Both times are whole
-// seconds (status.pause.startedAt is written so, and parseTime cuts the
-// annotations' fractions to match), so a signal in the pause's own second
-// counts as in it (docs/design/time.md#comparing-times): a request can only reach the
-// doorman once the pause has begun, and ignoring it would hold its caller
-// until maxWait for nothing.
+// only counts while Running) fired during pause p, by the rule the doorman
+// stamps by (onewake.Pause.In): a signal in the pause's own second counts
+// as in it, since a request can only reach the doorman once the pause has
+// begun, and ignoring it would hold its caller until maxWait for nothing.
 func inPause(latest signal, p *napwakev1alpha1.PauseStatus) bool {
-	return latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && !latest.at.Before(p.StartedAt.Time)
+	return latest.source != "" && latest.source != napwakev1alpha1.SourceUsage && onewake.Of(p.StartedAt.Time).In(latest.at)
 }
 
 func paused(in Input, now time.Time, latest signal) Step {
