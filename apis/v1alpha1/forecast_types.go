@@ -68,18 +68,21 @@ type ForecastSpec struct {
 // ForecastStatus is the forecast's learned week and what it did, written by
 // the operator; it survives an operator restart.
 type ForecastStatus struct {
-	// State is the forecast's whole learned state, base64 (216 bytes,
-	// version 1; see ForecastStateLen): the 168 shares, the history, the
-	// latest person and the last resume times. A state of another length or
-	// version is reported (InvalidSetting) and the forecast starts afresh.
-	// +kubebuilder:validation:MaxLength=512
+	// State is the forecast's whole learned state, base64 (658 bytes,
+	// version 2; see ForecastStateLen): the last 128 idle gaps, 28 days of
+	// first arrivals, the latest person, the last resume times, and the
+	// hold per hour of the week the plugin draws. A state of another length
+	// or version (an older operator's hourly shares among them) is
+	// reported once (InvalidSetting) and the forecast starts afresh with
+	// no history.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	State string `json:"state,omitempty"`
 	// LastWeek is, base64, 21 bytes of one bit per slot (Monday 00:00
 	// first, the high bit first) saying a person came in that slot's last
-	// hour, then 21 saying the slot was usually busy (share at least 0.5)
-	// when that hour began: hits are both, misses a person in a slot not
-	// usually busy.
+	// hour, then 21 saying the forecast would have held a workload left
+	// idle at that hour's start: hits are both, misses a person in a slot
+	// it would not have held.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	LastWeek string `json:"lastWeek,omitempty"`

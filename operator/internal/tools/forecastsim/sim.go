@@ -115,7 +115,7 @@ func simulate(e *Env, p Policy, start, end, scoreFrom time.Time) (Counts, []Wake
 func simulateState(e *Env, p Policy, start, end, scoreFrom time.Time) (Counts, []Wake, []byte) {
 	r := &replay{e: e, p: p, scoreFrom: scoreFrom}
 	if p.Forecast {
-		r.f = forecast.New(e.Loc, start)
+		r.f = forecast.New(e.Loc, start, forecast.Settings{IdleAfter: e.IdleAfter, PauseEarly: p.PauseEarly && e.PauseEarly && !e.Ask})
 	}
 	if p.Schedule {
 		s, err := schedule.Parse([]string{workday}, e.Loc.String())
