@@ -59,21 +59,21 @@ func (f *fixture) visit(leave time.Time) {
 	}
 }
 
-// learnWeek visits at busy:30 and comeback later on learnDays days (the
+// learnWeek visits at busy:30 and back later on learnDays days (the
 // second visit finds it paused, or held once the gap is learned), paused two
 // hours after the second, and leaves the clock at the last pause.
-func (f *fixture) learnWeek(busy time.Time) {
+func (f *fixture) learnWeek(busy time.Time, back time.Duration) {
 	f.t.Helper()
 	for day := range learnDays {
 		at := busy.AddDate(0, 0, day).Add(30 * time.Minute)
 		f.clock.SetTime(at)
 		f.come()
-		f.clock.SetTime(at.Add(comeback - time.Minute))
+		f.clock.SetTime(at.Add(back - time.Minute))
 		f.reconcile()
 		f.followSpec()
 		f.reconcile()
-		f.clock.SetTime(at.Add(comeback))
-		f.visit(at.Add(comeback + 2*time.Hour))
+		f.clock.SetTime(at.Add(back))
+		f.visit(at.Add(back + 2*time.Hour))
 	}
 	f.drain()
 }
@@ -148,7 +148,7 @@ func (f *fixture) wantPreWake(busy time.Time) {
 
 func TestAWeekOfActivityTeachesThePreWake(t *testing.T) {
 	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
-	f.learnWeek(busy)
+	f.learnWeek(busy, comeback)
 	fs := f.forecastStatus()
 	w, err := napwakev1alpha1.ReadForecastState(fs.State)
 	if err != nil {
@@ -183,14 +183,14 @@ func TestAWeekOfActivityTeachesThePreWake(t *testing.T) {
 
 func TestARestartedOperatorKeepsTheLearnedWeek(t *testing.T) {
 	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
-	f.learnWeek(busy)
+	f.learnWeek(busy, comeback)
 	f.r = f.reconciler(k8s) // a new operator: nothing but status
 	f.wantPreWake(busy)
 }
 
 func TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap(t *testing.T) {
 	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
-	f.learnWeek(busy)
+	f.learnWeek(busy, comeback)
 	arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
 	// The pre-wake wakes it, and a person comes at hh:30.
 	f.clock.SetTime(arrive.Add(-(resumeTakes + time.Minute)))
@@ -224,9 +224,9 @@ func TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap(t *testing.T) {
 
 func TestPauseEarlyPausesInQuietHoursWithReasonForecast(t *testing.T) {
 	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{PauseEarly: true}, time.Hour)
-	f.learnWeek(busy)
-	// The day's second visit: nobody came back within 4 hours of it.
-	quiet := busy.AddDate(0, 0, learnDays).Add(30*time.Minute + comeback)
+	// Visits 5 hours apart: nobody ever came back within 4 hours.
+	f.learnWeek(busy, 5*time.Hour)
+	quiet := busy.AddDate(0, 0, learnDays).Add(30*time.Minute + 5*time.Hour)
 	f.clock.SetTime(quiet)
 	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
 	f.reconcile()
@@ -256,7 +256,7 @@ func TestPauseEarlyPausesInQuietHoursWithReasonForecast(t *testing.T) {
 
 func TestObserveWritesStatusAndEventsButDoesNotAct(t *testing.T) {
 	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, Mode: napwakev1alpha1.ForecastObserve}, 10*time.Minute)
-	f.learnWeek(busy)
+	f.learnWeek(busy, comeback)
 	arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
 	wakeAt := arrive.Add(-(resumeTakes + time.Minute))
 	f.clock.SetTime(wakeAt)

@@ -105,7 +105,7 @@ func (f *Forecast) Hold(t time.Time) Decision {
 		return d.acted("held awake", "would hold awake", fmt.Sprintf("until %s, the pre-wake's give-up time", clock(p.giveUp, f.loc)))
 	}
 	s, idle := f.lastPerson, f.set.IdleAfter
-	b, ok := f.best(s, t.Sub(s), idle+MaxHoldPast)
+	b, ok := f.best(s, t.Sub(s), idle+MaxHoldPast, holdPrior)
 	if !ok {
 		d.Reason = f.noHold(s, b)
 		return d
@@ -139,7 +139,7 @@ func (f *Forecast) PauseEarly(t, lastActivity time.Time, ask bool) Decision {
 		d.Reason, d.Until = fmt.Sprintf("a pre-wake waits for a person until %s", clock(p.giveUp, f.loc)), p.giveUp
 		return d
 	}
-	b, pays := f.best(lastActivity, idle, f.set.IdleAfter+MaxHoldPast)
+	b, pays := f.best(lastActivity, idle, f.set.IdleAfter+MaxHoldPast, 0)
 	d.P, d.Weight = b.p, b.weight
 	if pays || b.weight < minWeight {
 		// Another minute idle rules out the gaps that end in it: ask again.

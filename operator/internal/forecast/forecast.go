@@ -44,10 +44,16 @@ const (
 	maxAgeDays = 31
 	// todWidth is the half-width of the time-of-day kernel: a gap begun this
 	// far from now on the clock weighs nothing.
-	todWidth = 90 // minutes
-	// minWeight is the least weighted evidence a hold, an early pause or a
+	todWidth = 180 // minutes
+	// minWeight is the least weighted evidence an early pause or a
 	// pre-wake acts on: about two matching gaps or days.
 	minWeight = 1.5
+	// holdPrior is the weight of a make-believe gap with no return a hold
+	// counts beside the real ones, so that thin evidence holds little (one
+	// alike gap of weight ½ and 45 minutes gives a 50 % chance) instead of
+	// nothing: holding past idleAfter costs only the minutes held, so most
+	// in-day gaps are worth it (docs/bench/forecast.md#tuning).
+	holdPrior = 0.5
 )
 
 // Day-type weights: a gap or arrival on the same weekday counts fully, one
@@ -265,7 +271,7 @@ func (f *Forecast) SlotHolds() [Slots]float64 {
 func (f *Forecast) slotHold(h int64) float64 {
 	start := civil.HourStart(h, f.loc)
 	idle := f.set.IdleAfter
-	b, ok := f.best(start, idle, idle+MaxHoldPast)
+	b, ok := f.best(start, idle, idle+MaxHoldPast, holdPrior)
 	if !ok {
 		return 0
 	}

@@ -86,7 +86,7 @@ func TestHold(t *testing.T) {
 		{"after three weeks of office days it holds through Tuesday's 65-minute meeting",
 			local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay,
 			local(berlin, 3, 3, 14, 0), local(berlin, 3, 3, 14, 30), local(berlin, 3, 3, 15, 6),
-			"held awake until 15:06 (36m past idleAfter): after 14:00 on Tuesdays someone came back within 66m in 100 % of 5 weighted gaps; a cold start is worth 90m"},
+			"held awake until 15:06 (36m past idleAfter): after 14:00 on Tuesdays someone came back within 66m in 100 % of 7 weighted gaps; a cold start is worth 90m"},
 		{"it does not hold at the evening, when nobody comes back within 4 hours",
 			local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay,
 			local(berlin, 3, 3, 17, 30), local(berlin, 3, 3, 18, 0), time.Time{},

@@ -23,8 +23,8 @@ import (
 type choice struct {
 	// hold is H, from the stretch's start.
 	hold time.Duration
-	// p is the weighted share of the gaps (of at least e) that ended
-	// before H.
+	// p is the weighted share of the kept gaps (of at least e) that ended
+	// before H, the prior left out.
 	p float64
 	// weight is the weighted count of those gaps.
 	weight float64
@@ -59,18 +59,20 @@ func (f *Forecast) alike(start time.Time, e float64) []weighted {
 }
 
 // best returns the hold H in (e, hi] of an idle stretch begun at start that
-// maximises value(H); false when the gaps weigh under minWeight or none
-// pays.
-func (f *Forecast) best(start time.Time, e, hi time.Duration) (choice, bool) {
+// maximises value(H), counting prior more weight of gaps with no return;
+// false when no gap is alike, without a prior when the gaps weigh under
+// minWeight, or when none pays.
+func (f *Forecast) best(start time.Time, e, hi time.Duration, prior float64) (choice, bool) {
 	em := math.Floor(e.Minutes())
 	gs := f.alike(start, em)
 	var z float64
 	for _, g := range gs {
 		z += g.w
 	}
-	if z < minWeight {
+	if z == 0 || (prior == 0 && z < minWeight) {
 		return choice{weight: z}, false
 	}
+	z += prior // a gap with no return: little evidence holds little
 	cost, capM, hiM := f.set.cost(), maxGap.Minutes(), hi.Minutes()
 	out := choice{weight: z}
 	var mass, spent float64 // weight returned before H, and their awake minutes
@@ -89,9 +91,10 @@ func (f *Forecast) best(start time.Time, e, hi time.Duration) (choice, bool) {
 		}
 		v := (cost*mass - spent - (z-mass)*(h-em)) / z
 		if v > out.value {
-			out.value, out.hold, out.p = v, time.Duration(h)*time.Minute, mass/z
+			out.value, out.hold, out.p = v, time.Duration(h)*time.Minute, mass/(z-prior)
 		}
 	}
+	out.weight -= prior
 	return out, out.value > 0
 }
 
@@ -106,9 +109,9 @@ type plan struct {
 
 // planDay returns day's pre-wake, drawn from the first arrivals of the
 // ArrivalDays-1 days before it alike in weekday or day type: the arrive and
-// giveUp minutes that maximise the same price rule as a hold, among those
-// with someone coming by giveUp with chance PreWakeSure or more; false
-// when none pays.
+// giveUp minutes that maximise the same price rule as a hold over all those
+// days, among those where, on the days nobody came before arrive, someone
+// came by giveUp with chance PreWakeSure or more; false when none pays.
 func (f *Forecast) planDay(day int64) (plan, bool) {
 	wd := civil.Weekday(day)
 	var days []weighted                            // minute of arrival, or +Inf for nobody
@@ -126,18 +129,22 @@ func (f *Forecast) planDay(day int64) (plan, bool) {
 	}
 	slices.SortFunc(days, func(a, b weighted) int { return cmpFloat(a.at, b.at) })
 	lead, cost := f.Lead().Minutes(), f.set.cost()
+	var all float64
+	for _, d := range days {
+		all += d.w
+	}
+	if all < minWeight {
+		return plan{weight: all}, false
+	}
 	var best plan
 	var bestW, bestG float64
 	for i, a := range days {
 		if math.IsInf(a.at, 1) || (i > 0 && days[i-1].at == a.at) {
 			continue
 		}
-		var z float64 // days with nobody before a.at
+		var z float64 // days with nobody before a.at: the wake happens on them
 		for _, d := range days[i:] {
 			z += d.w
-		}
-		if z < minWeight {
-			break
 		}
 		var mass, spent float64
 		for j, g := range days[i:] {
@@ -149,8 +156,11 @@ func (f *Forecast) planDay(day int64) (plan, bool) {
 			if i+j+1 < len(days) && days[i+j+1].at == g.at {
 				continue
 			}
+			// The value is over all alike days (on those with someone before
+			// the arrival minute there is no wake, and no gain); the chance
+			// over the days it wakes on.
 			p := mass / z
-			v := (cost*mass - spent - (z-mass)*(g.at+1-a.at+lead)) / z
+			v := (cost*mass - spent - (z-mass)*(g.at+1-a.at+lead)) / all
 			if p >= PreWakeSure && v > best.value {
 				best = plan{p: p, weight: z, value: v}
 				bestW, bestG = a.at, g.at+1
