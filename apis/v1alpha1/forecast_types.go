@@ -31,14 +31,15 @@ const (
 // ForecastSpec turns on the forecast
 // (docs/design/schedules-forecast.md#the-forecast).
 type ForecastSpec struct {
-	// AutoResume wakes the workload before the hours people usually come,
-	// and holds it awake through them.
+	// AutoResume wakes the workload before the day's usual first arrival,
+	// and holds it awake past idleAfter while someone is likely back soon.
 	// +kubebuilder:default=false
 	// +optional
 	AutoResume bool `json:"autoResume,omitempty"`
 
-	// PauseEarly pauses before idleAfter in hours expected to be quiet. A
-	// workload whose wake mode is Ask never pauses early.
+	// PauseEarly pauses before idleAfter (from 15 minutes idle) when nobody
+	// is likely back soon enough to be worth the wait. A workload whose wake
+	// mode is Ask never pauses early.
 	// +kubebuilder:default=false
 	// +optional
 	PauseEarly bool `json:"pauseEarly,omitempty"`
@@ -48,6 +49,26 @@ type ForecastSpec struct {
 	// +kubebuilder:default=Act
 	// +optional
 	Mode ForecastMode `json:"mode,omitempty"`
+
+	// ColdStartCost is what one cold start a person sees is worth in awake
+	// time: every hold, pre-wake and early pause is priced in it (default
+	// 90m). More than 0, at most 24h.
+	// +kubebuilder:default="90m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="coldStartCost must be more than 0s and at most 24h"
+	// +optional
+	ColdStartCost *metav1.Duration `json:"coldStartCost,omitempty"`
+
+	// MaxExtraAwake, a percentage from 1 to 500, caps the awake time the
+	// forecast adds against what idleness alone would use: while it is
+	// over, the price of a cold start is scaled down in proportion. Unset:
+	// no cap.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=500
+	// +optional
+	MaxExtraAwake *int32 `json:"maxExtraAwake,omitempty"`
 
 	// TimeZone is the IANA zone the forecast's week is counted in (default
 	// UTC). An unknown zone turns the forecast off with an InvalidSetting

@@ -90,7 +90,13 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	if st == nil {
 		st = &napwakev1alpha1.ForecastStatus{}
 	}
-	set := forecast.Settings{IdleAfter: fc.idleAfter, PauseEarly: spec.PauseEarly && !fc.ask}
+	set := forecast.Settings{IdleAfter: fc.idleAfter, PauseEarly: spec.PauseEarly && !fc.ask, ExtraAwake: extraAwake(st.Figures)}
+	if spec.ColdStartCost != nil {
+		set.ColdStartCost = spec.ColdStartCost.Duration
+	}
+	if spec.MaxExtraAwake != nil {
+		set.MaxExtraAwake = int(*spec.MaxExtraAwake)
+	}
 	fc.f, err = forecast.DecodeStatus(st.State, loc, set)
 	switch {
 	case errors.Is(err, forecast.ErrZoneChanged):
@@ -121,6 +127,21 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	fc.f.Advance(now)
 	s.fc = fc
 	s.keepSoonest(civil.HourStart(civil.Hour(now, loc)+1, loc).Sub(now))
+}
+
+// extraAwake is the awake time the forecast added (its holds and its
+// wakes) as a share of the rest, from the figures since figures.since:
+// what spec.forecast.maxExtraAwake caps (docs/forecast.md#how-it-decides).
+func extraAwake(fig *napwakev1alpha1.ForecastFigures) float64 {
+	if fig == nil {
+		return 0
+	}
+	var total int64
+	for _, s := range fig.AwakeSeconds {
+		total += s
+	}
+	added := fig.AwakeSeconds[holdReason] + fig.AwakeSeconds[napwakev1alpha1.SourceForecast]
+	return float64(added) / float64(max(total-added, 1))
 }
 
 // teach records the person-caused activity of this reconcile, oldest

@@ -360,3 +360,32 @@ func TestThePrometheusQueryTeachesOnlyWithLearnFromActivity(t *testing.T) {
 		})
 	}
 }
+
+func TestForecastPricesAreValidatedByTheAPIServer(t *testing.T) {
+	f, _ := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
+	if c := f.managedWorkload().Spec.Forecast.ColdStartCost; c == nil || c.Duration != 90*time.Minute {
+		t.Errorf("spec.forecast.coldStartCost defaults to %v, want 90m", c)
+	}
+	pct := func(v int32) *int32 { return &v }
+	for _, tc := range []struct {
+		name  string
+		spec  napwakev1alpha1.ForecastSpec
+		field string
+	}{
+		{"a cold start worth nothing", napwakev1alpha1.ForecastSpec{ColdStartCost: &metav1.Duration{}}, "spec.forecast.coldStartCost"},
+		{"a negative cold start", napwakev1alpha1.ForecastSpec{ColdStartCost: &metav1.Duration{Duration: -time.Minute}}, "spec.forecast.coldStartCost"},
+		{"a cold start worth over a day", napwakev1alpha1.ForecastSpec{ColdStartCost: &metav1.Duration{Duration: 25 * time.Hour}}, "spec.forecast.coldStartCost"},
+		{"a budget of 0 %", napwakev1alpha1.ForecastSpec{MaxExtraAwake: pct(0)}, "spec.forecast.maxExtraAwake"},
+		{"a budget of 501 %", napwakev1alpha1.ForecastSpec{MaxExtraAwake: pct(501)}, "spec.forecast.maxExtraAwake"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := &napwakev1alpha1.ManagedWorkload{
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "priced"},
+				Spec:       napwakev1alpha1.ManagedWorkloadSpec{TargetRef: napwakev1alpha1.TargetRef{Kind: napwakev1alpha1.KindDeployment, Name: "api"}, Forecast: &tc.spec},
+			}
+			if err := k8s.Create(f.ctx, bad); err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("creating it: %v, want a refusal naming %s", err, tc.field)
+			}
+		})
+	}
+}

@@ -28,7 +28,8 @@
 //
 // # The decisions
 //
-// One price, Settings.ColdStartCost (DefaultColdStartCost, 90 minutes),
+// One price, Settings.ColdStartCost (DefaultColdStartCost, 90 minutes;
+// scaled down while Settings.ExtraAwake is over Settings.MaxExtraAwake),
 // decides them all (model.go):
 //
 //   - Hold (autoResume): idle e since the latest person, stay up to the

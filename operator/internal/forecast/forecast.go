@@ -76,13 +76,25 @@ type Settings struct {
 	ColdStartCost time.Duration
 	// PauseEarly keeps gaps from PauseEarlyIdle instead of IdleAfter.
 	PauseEarly bool
+	// MaxExtraAwake, a percentage (0: no cap), caps ExtraAwake: while
+	// ExtraAwake is over it, the price is scaled down in proportion.
+	MaxExtraAwake int
+	// ExtraAwake is the awake time the forecast has added, as a share of
+	// what idleness alone used, as the caller measures it.
+	ExtraAwake float64
 }
 
+// cost is the price of a cold start in awake minutes, scaled down while
+// the forecast's extra awake time is over its cap.
 func (s Settings) cost() float64 {
-	if s.ColdStartCost <= 0 {
-		return DefaultColdStartCost.Minutes()
+	c := DefaultColdStartCost.Minutes()
+	if s.ColdStartCost > 0 {
+		c = s.ColdStartCost.Minutes()
 	}
-	return s.ColdStartCost.Minutes()
+	if limit := float64(s.MaxExtraAwake) / 100; limit > 0 && s.ExtraAwake > limit {
+		c *= limit / s.ExtraAwake
+	}
+	return c
 }
 
 // minGap is the shortest gap kept.

@@ -66,54 +66,52 @@ func everyDay(time.Weekday) bool   { return true }
 
 const idle = 30 * time.Minute
 
+// lived is what a forecast lived before a test asks it: begun at begin,
+// sessions on days days from it whose weekday keep says.
+type lived struct {
+	begin    time.Time
+	days     int
+	keep     func(time.Weekday) bool
+	sessions []session
+}
+
+func (l lived) forecast(set Settings) *Forecast {
+	f := New(berlin, l.begin, set)
+	live(f, l.begin, l.days, l.keep, l.sessions)
+	return f
+}
+
 func TestHold(t *testing.T) {
+	office := lived{local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay}
+	on := func(m time.Month, d, hh, mm int) time.Time { return local(berlin, m, d, hh, mm) }
 	for _, tc := range []struct {
-		name string
-		// The forecast begins at begin; sessions are lived for days from it
-		// on the days keep says; then Hold is asked at at, idle since last.
-		begin    time.Time
-		days     int
-		keep     func(time.Weekday) bool
-		sessions []session
+		name  string
+		lived lived
+		// Hold is asked at at, idle since last.
 		last, at time.Time
 		until    time.Time // zero: no hold
 		why      string
 	}{
-		{"a new workload with no history does not hold",
-			local(berlin, 3, 2, 0, 0), 0, weekdays, officeDay,
-			local(berlin, 3, 3, 14, 0), local(berlin, 3, 3, 14, 30), time.Time{},
-			"too few gaps like this one (0.0 weighted) to hold"},
-		{"after three weeks of office days it holds through Tuesday's 65-minute meeting",
-			local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay,
-			local(berlin, 3, 3, 14, 0), local(berlin, 3, 3, 14, 30), local(berlin, 3, 3, 15, 6),
+		{"a new workload with no history does not hold", lived{on(3, 2, 0, 0), 0, weekdays, officeDay},
+			on(3, 3, 14, 0), on(3, 3, 14, 30), time.Time{}, "too few gaps like this one (0.0 weighted) to hold"},
+		{"after three weeks of office days it holds through Tuesday's 65-minute meeting", office, on(3, 3, 14, 0), on(3, 3, 14, 30), on(3, 3, 15, 6),
 			"held awake until 15:06 (36m past idleAfter): after 14:00 on Tuesdays someone came back within 66m in 100 % of 7 weighted gaps; a cold start is worth 90m"},
-		{"it does not hold at the evening, when nobody comes back within 4 hours",
-			local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay,
-			local(berlin, 3, 3, 17, 30), local(berlin, 3, 3, 18, 0), time.Time{},
+		{"it does not hold at the evening, when nobody comes back within 4 hours", office, on(3, 3, 17, 30), on(3, 3, 18, 0), time.Time{},
 			"no hold pays: after 17:30 on Tuesdays returns within 4h past idleAfter are too rare in 5 weighted gaps for a cold start worth 90m"},
-		{"across the week the clocks go forward (167 hours) the hold keeps the local hour",
-			local(berlin, 3, 16, 0, 0), 22, weekdays, officeDay,
-			local(berlin, 4, 7, 14, 0), local(berlin, 4, 7, 14, 30), local(berlin, 4, 7, 15, 6), ""},
-		{"across the week the clocks go back (169 hours) the hold keeps the local hour",
-			local(berlin, 10, 12, 0, 0), 22, weekdays, officeDay,
-			local(berlin, 11, 3, 14, 0), local(berlin, 11, 3, 14, 30), local(berlin, 11, 3, 15, 6), ""},
-		{"after a week off, the first meeting gap is held again: the gaps are older but still there",
-			local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay,
-			local(berlin, 3, 10, 14, 0), local(berlin, 3, 10, 14, 30), local(berlin, 3, 10, 15, 6), ""},
-		{"an abandoned preview, untouched for 4 days, is never held",
-			local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay,
-			local(berlin, 3, 2, 17, 30), local(berlin, 3, 6, 17, 30), time.Time{},
+		{"across the week the clocks go forward (167 hours) the hold keeps the local hour", lived{on(3, 16, 0, 0), 22, weekdays, officeDay},
+			on(4, 7, 14, 0), on(4, 7, 14, 30), on(4, 7, 15, 6), ""},
+		{"across the week the clocks go back (169 hours) the hold keeps the local hour", lived{on(10, 12, 0, 0), 22, weekdays, officeDay},
+			on(11, 3, 14, 0), on(11, 3, 14, 30), on(11, 3, 15, 6), ""},
+		{"after a week off, the first meeting gap is held again: the gaps are older but still there", office,
+			on(3, 10, 14, 0), on(3, 10, 14, 30), on(3, 10, 15, 6), ""},
+		{"an abandoned preview, untouched for 4 days, is never held", office, on(3, 2, 17, 30), on(3, 6, 17, 30), time.Time{},
 			"no person for 4.0 days: an environment untouched for 4 days is never woken or held"},
-		{"a night shift's break across Monday 00:00 is held",
-			local(berlin, 2, 8, 0, 0), 21, everyDay, nightShift,
-			local(berlin, 3, 1, 23, 45), local(berlin, 3, 2, 0, 15), local(berlin, 3, 2, 0, 31), ""},
+		{"a night shift's break across Monday 00:00 is held", lived{on(2, 8, 0, 0), 21, everyDay, nightShift},
+			on(3, 1, 23, 45), on(3, 2, 0, 15), on(3, 2, 0, 31), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := New(berlin, tc.begin, Settings{IdleAfter: idle})
-			live(f, tc.begin, tc.days, tc.keep, tc.sessions)
-			if !tc.last.IsZero() {
-				f.RecordPerson(tc.last)
-			}
+			f := tc.lived.forecast(Settings{IdleAfter: idle})
+			f.RecordPerson(tc.last)
 			d := f.Hold(tc.at)
 			if d.Act != !tc.until.IsZero() || (d.Act && !d.Until.Equal(tc.until)) {
 				t.Errorf("Hold: act %v until %v (%s), want until %v", d.Act, d.Until, d.Reason, tc.until)
@@ -276,5 +274,33 @@ func TestGapsKept(t *testing.T) {
 	}
 	if f.count != Gaps || f.next != (Gaps+9)%Gaps {
 		t.Errorf("after %d gaps the ring holds %d, next %d", Gaps+9, f.count, f.next)
+	}
+}
+
+// TestPrice: coldStartCost sets the price, and maxExtraAwake scales it down
+// in proportion while the extra awake time is over the cap.
+func TestPrice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  Settings
+		want float64
+	}{
+		{"unset is 90 minutes", Settings{}, 90},
+		{"coldStartCost sets it", Settings{ColdStartCost: 2 * time.Hour}, 120},
+		{"under the cap it is whole", Settings{MaxExtraAwake: 20, ExtraAwake: 0.1}, 90},
+		{"at twice the cap it is halved", Settings{ColdStartCost: time.Hour, MaxExtraAwake: 20, ExtraAwake: 0.4}, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.set.cost(); got != tc.want {
+				t.Errorf("price %.1f minutes, want %.1f", got, tc.want)
+			}
+		})
+	}
+	// A cheaper cold start holds less: the meeting gap is not worth 36
+	// minutes at a price of 30.
+	f := officeWeeks(Settings{IdleAfter: idle, ColdStartCost: 30 * time.Minute}, 22)
+	f.RecordPerson(local(berlin, 3, 3, 14, 0))
+	if d := f.Hold(local(berlin, 3, 3, 14, 30)); d.Act {
+		t.Errorf("a 30-minute price holds: %s", d.Reason)
 	}
 }
