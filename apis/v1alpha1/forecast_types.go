@@ -31,14 +31,15 @@ const (
 // ForecastSpec turns on the forecast
 // (docs/design/schedules-forecast.md#the-forecast).
 type ForecastSpec struct {
-	// AutoResume wakes the workload before the hours people usually come,
-	// and holds it awake through them.
+	// AutoResume wakes the workload before the day's usual first arrival,
+	// and holds it awake past idleAfter while someone is likely back soon.
 	// +kubebuilder:default=false
 	// +optional
 	AutoResume bool `json:"autoResume,omitempty"`
 
-	// PauseEarly pauses before idleAfter in hours expected to be quiet. A
-	// workload whose wake mode is Ask never pauses early.
+	// PauseEarly pauses before idleAfter (from 15 minutes idle) when nobody
+	// is likely back soon enough to be worth the wait. A workload whose wake
+	// mode is Ask never pauses early.
 	// +kubebuilder:default=false
 	// +optional
 	PauseEarly bool `json:"pauseEarly,omitempty"`
@@ -48,6 +49,26 @@ type ForecastSpec struct {
 	// +kubebuilder:default=Act
 	// +optional
 	Mode ForecastMode `json:"mode,omitempty"`
+
+	// ColdStartCost is what one cold start a person sees is worth in awake
+	// time: every hold, pre-wake and early pause is priced in it (default
+	// 90m). More than 0, at most 24h.
+	// +kubebuilder:default="90m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="coldStartCost must be more than 0s and at most 24h"
+	// +optional
+	ColdStartCost *metav1.Duration `json:"coldStartCost,omitempty"`
+
+	// MaxExtraAwake, a percentage from 1 to 500, caps the awake time the
+	// forecast adds against what idleness alone would use: while it is
+	// over, the price of a cold start is scaled down in proportion. Unset:
+	// no cap.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=500
+	// +optional
+	MaxExtraAwake *int32 `json:"maxExtraAwake,omitempty"`
 
 	// TimeZone is the IANA zone the forecast's week is counted in (default
 	// UTC). An unknown zone turns the forecast off with an InvalidSetting
@@ -68,18 +89,21 @@ type ForecastSpec struct {
 // ForecastStatus is the forecast's learned week and what it did, written by
 // the operator; it survives an operator restart.
 type ForecastStatus struct {
-	// State is the forecast's whole learned state, base64 (216 bytes,
-	// version 1; see ForecastStateLen): the 168 shares, the history, the
-	// latest person and the last resume times. A state of another length or
-	// version is reported (InvalidSetting) and the forecast starts afresh.
-	// +kubebuilder:validation:MaxLength=512
+	// State is the forecast's whole learned state, base64 (658 bytes,
+	// version 2; see ForecastStateLen): the last 128 idle gaps, 28 days of
+	// first arrivals, the latest person, the last resume times, and the
+	// hold per hour of the week the plugin draws. A state of another length
+	// or version (an older operator's hourly shares among them) is
+	// reported once (InvalidSetting) and the forecast starts afresh with
+	// no history.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	State string `json:"state,omitempty"`
 	// LastWeek is, base64, 21 bytes of one bit per slot (Monday 00:00
 	// first, the high bit first) saying a person came in that slot's last
-	// hour, then 21 saying the slot was usually busy (share at least 0.5)
-	// when that hour began: hits are both, misses a person in a slot not
-	// usually busy.
+	// hour, then 21 saying the forecast would have held a workload left
+	// idle at that hour's start: hits are both, misses a person in a slot
+	// it would not have held.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	LastWeek string `json:"lastWeek,omitempty"`

@@ -8,16 +8,19 @@ import (
 	"time"
 )
 
-// The forecast's stored state (status.forecast.state), version 1, as the
+// The forecast's stored state (status.forecast.state), version 2, as the
 // operator's forecast package writes it, big-endian: byte 0 the version,
 // 1..4 a hash of the zone, 5..12 the hour being filled, 13..16 the hours of
 // history, 17 flags, 18..25 the latest person (Unix seconds), 26..47 the
-// resume times, 48..215 the 168 shares in 255ths, Monday 00:00 first. The
-// operator's tests pin these offsets against its encoder.
+// resume times, 48..215 for each of the 168 hours of the local week
+// (Monday 00:00 first) the chance in 255ths that someone returns within the
+// hold the forecast would choose for an idle stretch begun then (0: no
+// hold), then the first arrivals and the idle gaps the plugin does not
+// read. The operator's tests pin these offsets against its encoder.
 const (
-	// ForecastStateLen is the decoded length of a version-1 state.
-	ForecastStateLen     = 216
-	ForecastStateVersion = 1
+	// ForecastStateLen is the decoded length of a version-2 state.
+	ForecastStateLen     = 658
+	ForecastStateVersion = 2
 	// ForecastSlots is the number of hourly slots of the local week.
 	ForecastSlots      = 168
 	forecastOffFolds   = 13
@@ -30,7 +33,8 @@ const (
 // ForecastWeek is what the plugin draws of a stored state.
 // +kubebuilder:object:generate=false
 type ForecastWeek struct {
-	// Shares are the 168 slots' shares, 0 to 1, Monday 00:00 first.
+	// Shares are the 168 hours' chances someone returns within the hold
+	// the forecast would choose, 0 to 1 (0: no hold), Monday 00:00 first.
 	Shares [ForecastSlots]float64
 	// Hours is how many hours of history the forecast has.
 	Hours int64
@@ -39,8 +43,8 @@ type ForecastWeek struct {
 }
 
 // ReadForecastState reads the parts of a base64 state the plugin draws. A
-// value that is not base64 of ForecastStateLen bytes of version 1 is an
-// error, never a panic. It does not check what only the operator can (the
+// value that is not base64 of ForecastStateLen bytes of version 2 (an
+// older operator's version 1 among them) is an error, never a panic. It does not check what only the operator can (the
 // zone, the ranges); the operator's decoder does.
 func ReadForecastState(state string) (ForecastWeek, error) {
 	var w ForecastWeek
@@ -64,7 +68,7 @@ func ReadForecastState(state string) (ForecastWeek, error) {
 	return w, nil
 }
 
-// WriteForecastState writes w as a version-1 state, for tests of what
+// WriteForecastState writes w as a version-2 state, for tests of what
 // reads it: only what ReadForecastState reads is set, so the operator
 // refuses it (it names no zone) and starts afresh.
 func WriteForecastState(w ForecastWeek) string {

@@ -12,15 +12,15 @@ func newForecastCommand(o *Options) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "forecast NAME",
-		Short: "Draw the week the forecast learned for a workload, last week's hits and misses, and its figures",
-		Long: `Draw the week the operator's forecast learned for a workload, from its
-status.forecast: a 7×24 grid in spec.forecast.timeZone, each hour by its
-share of recent weeks with a person in it (█ usually busy, at least 0.5: the
-forecast wakes it before and holds it through; · expected quiet, under 0.05:
-pauseEarly may pause it), marked with last week's hits and misses; then what
-the forecast did and cost (cold starts, wakes used, early pauses regretted,
-awake time by what woke it). Before a full week it says how much it has
-learned. -o json prints the same as an object.`,
+		Short: "Draw the hold the forecast would choose per hour of the week, last week's hits and misses, and its figures",
+		Long: `Draw what the operator's forecast learned for a workload, from its
+status.forecast: a 7×24 grid in spec.forecast.timeZone, each hour by the
+chance someone returns within the hold the forecast would choose for an
+idle stretch begun then (█ 0.5 or more; ▒ less, but held; · not held: it
+pauses at idleAfter, and pauseEarly may pause it sooner), marked with last
+week's hits and misses; then what the forecast did and cost (cold starts,
+wakes used, early pauses regretted, awake time by what woke it). -o json
+prints the same as an object.`,
 		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "" && format != "json" {

@@ -15,20 +15,21 @@ import (
 // hoursPerWeek is the forecast's length: 7 days of 24 hours, Monday 00:00 first.
 const hoursPerWeek = napwakev1alpha1.ForecastSlots
 
-// The forecast's thresholds
-// (docs/design/schedules-forecast.md#the-forecasts-decisions).
+// The grid's thresholds: each hour's figure is the chance someone returns
+// within the hold the forecast would choose for an idle stretch begun then
+// (docs/forecast.md#kubectl-napwake-forecast); 0 where it would not hold.
 const (
 	busyShare  = 0.5
-	quietShare = 0.05
+	quietShare = 1.0 / 255 // the smallest stored figure: any hold
 )
 
 var dayNames = []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
 
 // Last week's marks of a slot.
 const (
-	markHit    = "hit"    // a person came in a usually busy hour
-	markMiss   = "miss"   // a person came in an hour not usually busy
-	markUnused = "unused" // a usually busy hour nobody came in
+	markHit    = "hit"    // a person came in an hour the forecast held
+	markMiss   = "miss"   // a person came in an hour it did not hold
+	markUnused = "unused" // a held hour nobody came in
 )
 
 // ForecastView is what `kubectl napwake forecast` shows, and prints with
@@ -46,7 +47,9 @@ type ForecastView struct {
 	// HistoryHours is how many hours the forecast has seen; it acts from
 	// 168.
 	HistoryHours int64 `json:"historyHours"`
-	// Shares are the 168 slots' shares, Monday 00:00 first, in the zone.
+	// Shares are the 168 hours' chances someone returns within the hold
+	// the forecast would choose (0: no hold), Monday 00:00 first, in the
+	// zone.
 	Shares []float64 `json:"shares,omitempty"`
 	// LastWeek marks each slot's last hour: hit, miss, unused or "".
 	LastWeek   []string                         `json:"lastWeek,omitempty"`
@@ -112,10 +115,9 @@ func marks(lw napwakev1alpha1.LastWeek) []string {
 }
 
 // Forecast renders `kubectl napwake forecast`: the week as a 7×24 grid, one
-// row per day in the workload's forecast zone, each hour drawn by its share
-// against the thresholds (█ usually busy, share 0.5 or more: woken before
-// and held through; ▒ in between; · expected quiet, under 0.05: may pause
-// early) and marked with last week's hit (+), miss (!) or busy hour nobody
+// row per day in the workload's forecast zone, each hour drawn by the
+// chance someone returns within the hold it would choose there (█ 0.5 or
+// more; ▒ less, but held; · not held) and marked with last week's hit (+), miss (!) or busy hour nobody
 // came in (-); the hour it is now pointed at (and in colour). Then how much it has learned,
 // last week's tally, the figures and the latest action.
 func Forecast(w io.Writer, v ForecastView, o Options) {
@@ -129,11 +131,11 @@ func Forecast(w io.Writer, v ForecastView, o Options) {
 		return
 	}
 	drawWeek(w, v, o)
-	fmt.Fprintf(w, "Scale: █ usually busy (share ≥ %.2f: woken before, held through)  ▒ sometimes  · expected quiet (< %.2f)\n", busyShare, quietShare)
-	fmt.Fprintln(w, "Marks, last week: + a person in a busy hour (hit)  ! a person in another hour (miss)  - a busy hour nobody came in")
+	fmt.Fprintf(w, "Scale: █ held past idleAfter, someone usually back within the hold (≥ %.2f)  ▒ held, back less often  · not held\n", busyShare)
+	fmt.Fprintln(w, "Marks, last week: + a person in a held hour (hit)  ! a person in another hour (miss)  - a held hour nobody came in")
 	fmt.Fprintf(w, "Time zone: %s, now %s %s\n", clean(v.TimeZone), dayNames[v.NowSlot/24], v.now.Format("15:04"))
 	if v.HistoryHours < hoursPerWeek {
-		fmt.Fprintf(w, "Learning: %d of %d hours; it acts after a full week.\n", v.HistoryHours, hoursPerWeek)
+		fmt.Fprintf(w, "Learning: %d of %d hours; it acts as soon as it has gaps alike.\n", v.HistoryHours, hoursPerWeek)
 	} else {
 		fmt.Fprintf(w, "Learned from %.1f weeks.\n", float64(v.HistoryHours)/hoursPerWeek)
 	}

@@ -201,7 +201,7 @@ func TestForecastOfAnUnreadableState(t *testing.T) {
 	mw := mws[0]
 	mw.Status.Forecast = &napwakev1alpha1.ForecastStatus{State: "AAAA"}
 	v := ForecastOf(&mw, now)
-	if v.Problem != "forecast state is 3 bytes, want 216" || v.Shares != nil {
+	if v.Problem != "forecast state is 3 bytes, want 658" || v.Shares != nil {
 		t.Errorf("problem %q, %d shares; want the length named and no week", v.Problem, len(v.Shares))
 	}
 }

@@ -22,8 +22,9 @@ import (
 // once a reconcile:
 //
 //   - loadForecast reads status.forecast (a state of the wrong length or
-//     version, an older operator's, is reported with InvalidSetting and
-//     the forecast starts afresh; an unknown spec.forecast.timeZone turns it
+//     version, an older operator's hourly shares among them, is reported
+//     once with InvalidSetting and the forecast starts afresh with no
+//     history; an unknown spec.forecast.timeZone turns it
 //     off with InvalidSetting) and brings the week up to now;
 //   - teach records person-caused activity only: the request, last-activity
 //     and wake-requested stamps, the usage signal while Running, and the
@@ -89,7 +90,14 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	if st == nil {
 		st = &napwakev1alpha1.ForecastStatus{}
 	}
-	fc.f, err = forecast.DecodeStatus(st.State, loc)
+	set := forecast.Settings{IdleAfter: fc.idleAfter, PauseEarly: spec.PauseEarly && !fc.ask, ExtraAwake: extraAwake(st.Figures)}
+	if spec.ColdStartCost != nil {
+		set.ColdStartCost = spec.ColdStartCost.Duration
+	}
+	if spec.MaxExtraAwake != nil {
+		set.MaxExtraAwake = int(*spec.MaxExtraAwake)
+	}
+	fc.f, err = forecast.DecodeStatus(st.State, loc, set)
 	switch {
 	case errors.Is(err, forecast.ErrZoneChanged):
 		ctrl.LoggerFrom(ctx).Info("spec.forecast.timeZone changed: the forecast starts afresh", "timeZone", zone)
@@ -97,7 +105,7 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 		s.warnOnce(warnState, fmt.Sprintf("%v: the forecast starts afresh", err))
 	}
 	if fc.f == nil {
-		fc.f = forecast.New(loc, now)
+		fc.f = forecast.New(loc, now, set)
 	} else if fc.week, err = napwakev1alpha1.DecodeLastWeek(st.LastWeek); err != nil {
 		fc.week = napwakev1alpha1.LastWeek{}
 	}
@@ -119,6 +127,21 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	fc.f.Advance(now)
 	s.fc = fc
 	s.keepSoonest(civil.HourStart(civil.Hour(now, loc)+1, loc).Sub(now))
+}
+
+// extraAwake is the awake time the forecast added (its holds and its
+// wakes) as a share of the rest, from the figures since figures.since:
+// what spec.forecast.maxExtraAwake caps (docs/forecast.md#how-it-decides).
+func extraAwake(fig *napwakev1alpha1.ForecastFigures) float64 {
+	if fig == nil {
+		return 0
+	}
+	var total int64
+	for _, s := range fig.AwakeSeconds {
+		total += s
+	}
+	added := fig.AwakeSeconds[holdReason] + fig.AwakeSeconds[napwakev1alpha1.SourceForecast]
+	return float64(added) / float64(max(total-added, 1))
 }
 
 // teach records the person-caused activity of this reconcile, oldest

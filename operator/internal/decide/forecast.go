@@ -15,12 +15,12 @@ import (
 // idleness) these come just above idleness: each hook is one call from
 // paused or running, after every signal of the workload's own.
 type Forecast struct {
-	// Wake wakes a Paused workload with no activity of its own: the next
-	// slot is usually busy and starts within the lead (source forecast).
+	// Wake wakes a Paused workload with no activity of its own: the day's
+	// usual first arrival is within the lead (source forecast).
 	Wake bool
 	// Hold keeps a Running workload whose idle pause has come awake until
-	// HoldUntil (the next slot, or two hours after the last person),
-	// then it asks again.
+	// HoldUntil (the hold that pays, or a pre-wake's give-up time), then it
+	// asks again.
 	Hold      bool
 	HoldUntil time.Time
 	// PauseEarly pauses a Running workload before idleAfter (reason

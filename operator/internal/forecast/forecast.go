@@ -7,167 +7,287 @@ import (
 	"napwake.dev/operator/internal/civil"
 )
 
-// Slots is the number of hourly slots of the local week.
+// Slots is the number of hourly slots of the local week: the plugin draws
+// the hold per hour in them and the operator keeps last week's marks by them.
 const Slots = civil.HoursPerWeek
 
-// The design's figures (docs/design/schedules-forecast.md#the-forecasts-decisions).
+// The model's figures (docs/forecast.md#how-it-decides).
 const (
-	// BusyShare: a slot at least this busy is "usually busy".
-	BusyShare = 0.5
-	// QuietShare: a slot below this is "expected quiet".
-	QuietShare = 0.05
-	// HalfLifeWeeks: a week's weight halves every two weeks.
-	HalfLifeWeeks = 2
-	// StaleAfter: a workload no person used for this long is never woken by
-	// the forecast.
+	// DefaultColdStartCost is what one cold start seen by a person is worth
+	// in awake minutes when Settings.ColdStartCost is zero.
+	DefaultColdStartCost = 90 * time.Minute
+	// StaleAfter: a workload no person used for this long is never woken
+	// or held by the forecast.
 	StaleAfter = 4 * 24 * time.Hour
-	// HoldWithin: a busy slot holds a workload awake only if a person was
-	// active this recently.
-	HoldWithin = 2 * time.Hour
-	// PauseEarlyIdle is how long a workload must be idle before it pauses
-	// early.
+	// PauseEarlyIdle is the floor of an early pause, and the shortest gap
+	// kept with pauseEarly on.
 	PauseEarlyIdle = 15 * time.Minute
-	// HistoryHours: nothing acts before one full week of hours has ended.
-	HistoryHours = Slots
+	// MaxHoldPast bounds a hold: at most this long past idleAfter.
+	MaxHoldPast = 4 * time.Hour
+	// Gaps is how many idle gaps are kept.
+	Gaps = 128
+	// maxGap caps a kept gap's length: a return later than this counts as
+	// no return (a hold never reaches it).
+	maxGap = 4 * time.Hour
+	// ArrivalDays is how many local days of first arrivals are kept.
+	ArrivalDays = 28
+	// arrivalQuiet: a day's first arrival is the first person after at
+	// least this long without one.
+	arrivalQuiet = 4 * time.Hour
+	// PreWakeSure: a pre-wake needs someone to come by its give-up time at
+	// least this often.
+	PreWakeSure = 0.7
+	// halfLifeDays: a gap's or an arrival's weight halves every two weeks.
+	halfLifeDays = 14
+	// maxAgeDays: older gaps are dropped (weight under a fifth), so a gap's
+	// age fits five bits.
+	maxAgeDays = 31
+	// todWidth is the half-width of the time-of-day kernel: a gap begun this
+	// far from now on the clock weighs nothing.
+	todWidth = 180 // minutes
+	// minWeight is the least weighted evidence an early pause or a
+	// pre-wake acts on: about two matching gaps or days.
+	minWeight = 1.5
+	// holdPrior is the weight of a make-believe gap with no return a hold
+	// counts beside the real ones, so that thin evidence holds little (one
+	// alike gap of weight ½ and 45 minutes gives a 50 % chance) instead of
+	// nothing: holding past idleAfter costs only the minutes held, so most
+	// in-day gaps are worth it (docs/bench/forecast.md#tuning).
+	holdPrior = 0.5
 )
 
-// maxFoldWeeks bounds the work of catching up after a long gap (an operator
-// down for months): after 26 weeks without a person every share is 2^-13 of
-// what it was, 0 once stored in a byte, so the rest of the gap only counts.
-const maxFoldWeeks = 26
+// Day-type weights: a gap or arrival on the same weekday counts fully, one
+// on the same kind of day (Monday to Friday, or the weekend) half, another
+// a tenth for gaps (the time of day still says something) and nothing for
+// arrivals (a Sunday's first arrival says nothing of Monday's).
+const (
+	sameWeekday = 1.0
+	sameDayType = 0.5
+	otherDayGap = 0.1
+)
 
-// decay is a week's weight relative to the week after it.
-var decay = math.Pow(2, -1.0/HalfLifeWeeks)
+// Settings are the workload's knobs the decisions depend on. They are not
+// stored: the operator passes them from the spec at every load.
+type Settings struct {
+	// IdleAfter is the idle pause the forecast improves on.
+	IdleAfter time.Duration
+	// ColdStartCost prices one cold start seen by a person in awake time
+	// (zero: DefaultColdStartCost).
+	ColdStartCost time.Duration
+	// PauseEarly keeps gaps from PauseEarlyIdle instead of IdleAfter.
+	PauseEarly bool
+	// MaxExtraAwake, a percentage (0: no cap), caps ExtraAwake: while
+	// ExtraAwake is over it, the price is scaled down in proportion.
+	MaxExtraAwake int
+	// ExtraAwake is the awake time the forecast has added, as a share of
+	// what idleness alone used, as the caller measures it.
+	ExtraAwake float64
+}
 
-// shareScale: a share is stored in a byte, 0 to 1 in steps of 1/255,
-// rounded down: at most 1/255 low each week, 0.013 in the long run, against
-// thresholds of 0.05 and 0.5.
-const shareScale = 255
+// cost is the price of a cold start in awake minutes, scaled down while
+// the forecast's extra awake time is over its cap.
+func (s Settings) cost() float64 {
+	c := DefaultColdStartCost.Minutes()
+	if s.ColdStartCost > 0 {
+		c = s.ColdStartCost.Minutes()
+	}
+	if limit := float64(s.MaxExtraAwake) / 100; limit > 0 && s.ExtraAwake > limit {
+		c *= limit / s.ExtraAwake
+	}
+	return c
+}
 
-// Forecast is one workload's learned week and resume times. The zero value is
-// not usable: make one with New or Decode.
+// minGap is the shortest gap kept.
+func (s Settings) minGap() time.Duration {
+	if s.PauseEarly {
+		return min(PauseEarlyIdle, s.IdleAfter)
+	}
+	return s.IdleAfter
+}
+
+// gap is one kept idle gap: the local day and minute of the week its idle
+// began at, and its length in minutes (maxGap: no return within it).
+type gap struct {
+	day    int64
+	minute int // of the local week, Monday 00:00 is 0, in 5-minute steps
+	length int
+}
+
+// Arrival log values beside a minute of the day.
+const (
+	arrivalUnknown = math.MaxUint16     // the day was not watched
+	arrivalNone    = math.MaxUint16 - 1 // nobody came after a quiet spell
+)
+
+// Forecast is one workload's learned gaps, first arrivals and resume
+// times. The zero value is not usable: make one with New or Decode.
 type Forecast struct {
 	loc  *time.Location
 	zone string
+	set  Settings
 	// hour is the local hour number (civil.Hour) being filled; hit says a
-	// person was active in it.
-	hour int64
-	hit  bool
-	// folds is the number of hours that have ended since the forecast began;
-	// the first of them was slot civil.Slot(hour-folds).
+	// person was active in it; folds counts the hours ended since the
+	// forecast began. Only last week's marks use them (OnFold).
+	hour  int64
+	hit   bool
 	folds uint32
-	share [Slots]uint8
 	// lastPerson is the latest person-caused activity (zero: none).
 	lastPerson time.Time
-	resumes    resumes
-	// onFold, when set, is told of every hour folded (OnFold).
-	onFold func(slot int, busy, hit bool)
+	// gaps is a ring of the last Gaps gaps, next the place of the next one.
+	gaps  []gap
+	next  int
+	count int
+	// arrivals are the first arrivals, indexed by local day mod ArrivalDays.
+	arrivals [ArrivalDays]uint16
+	resumes  resumes
+	onFold   func(slot int, busy, hit bool)
 }
 
 // New starts an empty forecast at now in loc.
-func New(loc *time.Location, now time.Time) *Forecast {
-	return &Forecast{loc: loc, zone: loc.String(), hour: civil.Hour(now, loc)}
+func New(loc *time.Location, now time.Time, s Settings) *Forecast {
+	f := &Forecast{loc: loc, zone: loc.String(), set: s, hour: civil.Hour(now, loc), gaps: make([]gap, Gaps)}
+	for i := range f.arrivals {
+		f.arrivals[i] = arrivalUnknown
+	}
+	return f
 }
 
-// OnFold has fn told of every hour folded from now on: its slot, whether
-// the slot was usually busy (share at least BusyShare) before the hour
-// counted, and whether a person came in it. The operator keeps last week's
-// hits and misses with it. Hours of a gap past maxFoldWeeks are not folded,
-// so not told. It is not part of the encoded state.
-func (f *Forecast) OnFold(fn func(slot int, busy, hit bool)) { f.onFold = fn }
-
-// Location returns the zone the week is counted in.
+// Location returns the zone the forecast counts in.
 func (f *Forecast) Location() *time.Location { return f.loc }
 
-// Advance brings the week up to t: every hour that ended before t is folded
-// into its slot. A t in an hour already filled (or earlier) changes nothing.
+// OnFold has fn told of every hour that ends from now on: its slot,
+// whether the forecast would hold a workload left idle at its start, and
+// whether a person came in it. The operator keeps last week's hits and
+// misses with it. It is not part of the encoded state.
+func (f *Forecast) OnFold(fn func(slot int, busy, hit bool)) { f.onFold = fn }
+
+// maxFoldHours bounds the hours told to OnFold after a long gap: a week.
+const maxFoldHours = Slots
+
+// Advance brings the forecast up to t: hours and days that ended before t
+// are closed. A t in an hour already filled (or earlier) changes nothing.
 func (f *Forecast) Advance(t time.Time) {
 	h := civil.Hour(t, f.loc)
 	if h <= f.hour {
 		return
 	}
 	gap := h - f.hour
-	n := min(gap, maxFoldWeeks*Slots)
-	for range n {
-		f.fold(civil.Slot(f.hour), f.hit)
-		f.hour++
-		f.folds = satAdd(f.folds, 1)
-		f.hit = false
+	fold := min(gap, maxFoldHours)
+	dayBefore := f.day()
+	for i := gap - fold; f.onFold != nil && i < gap; i++ {
+		hr := f.hour + i
+		f.onFold(civil.Slot(hr), f.slotHold(hr) > 0, i == 0 && f.hit)
 	}
-	f.hour = h
-	f.folds = satAdd(f.folds, uint64(gap-n))
+	f.hour, f.hit = h, false
+	f.folds = satAdd(f.folds, uint64(gap))
+	f.newDays(dayBefore, f.day())
 }
 
-// fold ends one week of a slot, hit or not; f.hour is the hour ending and
-// f.folds the hours ended before it.
-func (f *Forecast) fold(slot int, hit bool) {
-	if f.onFold != nil {
-		f.onFold(slot, f.shareOf(slot) >= BusyShare, hit)
+// day is the local day being filled.
+func (f *Forecast) day() int64 { return floorDiv(f.hour, civil.HoursPerDay) }
+
+// newDays opens the days after from up to to: nobody came yet, and gaps
+// past maxAgeDays are dropped.
+func (f *Forecast) newDays(from, to int64) {
+	if to <= from {
+		return
 	}
-	seen := f.weight(f.seen(slot))
-	s := decay * float64(f.share[slot]) / shareScale * seen
-	if hit {
-		s++
+	for d := max(from+1, to-ArrivalDays+1); d <= to; d++ {
+		f.arrivals[place(d)] = arrivalNone
 	}
-	// Rounded down (but for float noise): rounded to nearest, 1/255 would
-	// decay to 0.71/255 and back to 1/255 for ever.
-	f.share[slot] = uint8(math.Floor(s/(1+decay*seen)*shareScale + 1e-6))
+	for i := range f.gaps {
+		if g := &f.gaps[i]; g.length > 0 && to-g.day > maxAgeDays {
+			*g = gap{}
+		}
+	}
 }
 
-// seen returns how many weeks of slot have ended.
-func (f *Forecast) seen(slot int) uint32 {
-	first := civil.Slot(f.hour - int64(f.folds))
-	n := f.folds / Slots
-	if (slot-first+Slots)%Slots < int(f.folds%Slots) {
-		n++
-	}
-	return n
-}
-
-// weight is the decayed count of n weeks: 1 + d + … + d^(n-1).
-func (f *Forecast) weight(n uint32) float64 {
-	return (1 - math.Pow(decay, float64(n))) / (1 - decay)
-}
-
-// RecordPerson records person-caused activity at t. Activity reported late,
-// in an hour already folded, still counts as the latest person (for the
-// 4-day and 2-hour rules) but no longer fills its slot. The latest person is
-// kept to the second, as Encode stores it.
+// RecordPerson records person-caused activity at t: it ends the gap since
+// the latest person (kept when at least IdleAfter, or PauseEarlyIdle with
+// pauseEarly) and may be the day's first arrival. Activity reported late,
+// before the latest person, changes nothing. The latest person is kept to
+// the second, as Encode stores it.
 func (f *Forecast) RecordPerson(t time.Time) {
 	f.Advance(t)
+	t = time.Unix(t.Unix(), 0)
 	if civil.Hour(t, f.loc) == f.hour {
 		f.hit = true
 	}
-	if t = time.Unix(t.Unix(), 0); t.After(f.lastPerson) {
-		f.lastPerson = t
+	if !t.After(f.lastPerson) {
+		return
 	}
+	day, minute := civil.Day(t, f.loc)
+	if day == f.day() && f.arrivals[place(day)] == arrivalNone &&
+		(f.lastPerson.IsZero() || t.Sub(f.lastPerson) >= arrivalQuiet) {
+		f.arrivals[place(day)] = uint16(minute)
+	}
+	if !f.lastPerson.IsZero() {
+		if l := t.Sub(f.lastPerson); l >= f.set.minGap() && l >= time.Minute {
+			f.keepGap(f.lastPerson, l)
+		}
+	}
+	f.lastPerson = t
+}
+
+// keepGap puts a gap begun at start into the ring.
+func (f *Forecast) keepGap(start time.Time, l time.Duration) {
+	day, minute := civil.Day(start, f.loc)
+	if f.day()-day > maxAgeDays {
+		return
+	}
+	f.gaps[f.next] = gap{day: day, minute: weekMinute(day, minute), length: int(min(l, maxGap) / time.Minute)}
+	f.next = (f.next + 1) % Gaps
+	f.count = min(f.count+1, Gaps)
+}
+
+// weekMinute is the minute of the local week, in 5-minute steps.
+func weekMinute(day int64, minute int) int {
+	return civil.Weekday(day)*civil.MinutesPerDay + minute/5*5
 }
 
 // LastPerson returns the latest person-caused activity recorded (zero:
 // none).
 func (f *Forecast) LastPerson() time.Time { return f.lastPerson }
 
-// Weeks returns how many weeks of history the forecast has.
-func (f *Forecast) Weeks() float64 { return float64(f.folds) / Slots }
+// Learned reports whether the forecast has any evidence to act on: a kept
+// gap or a first arrival.
+func (f *Forecast) Learned() bool {
+	if f.count > 0 {
+		return true
+	}
+	for _, a := range f.arrivals {
+		if a < civil.MinutesPerDay {
+			return true
+		}
+	}
+	return false
+}
 
-// Learned reports whether a full week of history has ended, so it may act.
-func (f *Forecast) Learned() bool { return f.folds >= HistoryHours }
+// Hours returns how many hours of history the forecast has.
+func (f *Forecast) Hours() int64 { return int64(f.folds) }
 
-// Shares returns the week, Monday 00:00 first: each slot's share of recent
-// weeks with a person in it.
-func (f *Forecast) Shares() [Slots]float64 {
+// SlotHolds returns, for each hour of the local week (Monday 00:00 first),
+// the chance someone returns within the hold the forecast would choose for
+// an idle stretch begun at the hour's start this week; 0 where it would
+// not hold.
+func (f *Forecast) SlotHolds() [Slots]float64 {
 	var out [Slots]float64
-	for i, s := range f.share {
-		out[i] = float64(s) / shareScale
+	base := f.hour - int64(civil.Slot(f.hour))
+	for i := range out {
+		out[i] = f.slotHold(base + int64(i))
 	}
 	return out
 }
 
-// slotAt returns the start of the slot t is in, its share and the start of
-// the next slot.
-func (f *Forecast) slotAt(t time.Time) (start time.Time, share float64, next time.Time) {
-	h := civil.Hour(t, f.loc)
-	return civil.HourStart(h, f.loc), f.shareOf(civil.Slot(h)), civil.HourStart(h+1, f.loc)
+// slotHold is SlotHolds' figure for the hour number h.
+func (f *Forecast) slotHold(h int64) float64 {
+	start := civil.HourStart(h, f.loc)
+	idle := f.set.IdleAfter
+	b, ok := f.best(start, idle, idle+MaxHoldPast, holdPrior)
+	if !ok {
+		return 0
+	}
+	return b.p
 }
 
 func satAdd(a uint32, b uint64) uint32 {
@@ -176,3 +296,14 @@ func satAdd(a uint32, b uint64) uint32 {
 	}
 	return math.MaxUint32
 }
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// place is a local day's place in the arrival log.
+func place(day int64) int64 { return day - floorDiv(day, ArrivalDays)*ArrivalDays }

@@ -1,279 +1,306 @@
 package forecast
 
 import (
-	"slices"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-func zone(t testing.TB, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
+// berlin is the tests' zone: its clocks go forward on 29 March 2026 (a
+// week of 167 hours) and back on 25 October (169).
+var berlin = func() *time.Location {
+	loc, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // the tests cannot run without the zone database
 	}
 	return loc
+}()
+
+// local is a wall-clock time of 2026 in loc.
+func local(loc *time.Location, m time.Month, d, hh, mm int) time.Time {
+	return time.Date(2026, m, d, hh, mm, 0, 0, loc)
 }
 
-// local is a wall-clock time in loc.
-func local(loc *time.Location, y int, m time.Month, d, hh, mm int) time.Time {
-	return time.Date(y, m, d, hh, mm, 0, 0, loc)
-}
+// session is a person active every 5 minutes from..to, local, on date.
+type session struct{ fromH, fromM, toH, toM int }
 
-// visitDaily records a person at minute 30 of each hour given (09:30 for 9),
-// local, on every weekday of the days from first, and a 60-second resume.
-func visitDaily(f *Forecast, first time.Time, days int, hours ...int) {
+// officeDay: 09:00 to 12:00, lunch, 13:00 to 14:00, a meeting elsewhere,
+// 15:05 to 17:30. Its gaps: 60m at 12:00, 65m at 14:00, the night.
+var officeDay = []session{{9, 0, 12, 0}, {13, 0, 14, 0}, {15, 5, 17, 30}}
+
+// nightShift: 22:00 to 23:45, a break, 00:30 to 06:00 the next morning.
+var nightShift = []session{{22, 0, 23, 45}, {24, 30, 30, 0}}
+
+// live records sessions on each day from first for days days whose weekday
+// keep says, and a 60-second resume.
+func live(f *Forecast, first time.Time, days int, keep func(time.Weekday) bool, sessions []session) {
+	loc := f.Location()
 	for i := range days {
 		d := first.AddDate(0, 0, i)
-		if wd := d.Weekday(); wd == time.Saturday || wd == time.Sunday {
+		if !keep(d.Weekday()) {
 			continue
 		}
-		for _, h := range hours {
-			f.RecordPerson(time.Date(d.Year(), d.Month(), d.Day(), h, 30, 0, 0, f.Location()))
+		for _, s := range sessions {
+			from := time.Date(d.Year(), d.Month(), d.Day(), s.fromH, s.fromM, 0, 0, loc)
+			to := time.Date(d.Year(), d.Month(), d.Day(), s.toH, s.toM, 0, 0, loc)
+			for t := from; !t.After(to); t = t.Add(5 * time.Minute) {
+				f.RecordPerson(t)
+			}
 		}
 	}
 	f.RecordResume(time.Minute)
 }
 
-func TestPreWake(t *testing.T) {
-	utc := time.UTC
-	berlin, newYork := zone(t, "Europe/Berlin"), zone(t, "America/New_York")
-	march2 := local(utc, 2026, 3, 2, 0, 0) // a Monday
+// officeWeeks is a forecast begun on Monday 9 February 2026 in Berlin that
+// lived days of officeDay on weekdays.
+func officeWeeks(set Settings, days int) *Forecast {
+	begin := local(berlin, 2, 9, 0, 0)
+	f := New(berlin, begin, set)
+	live(f, begin, days, weekdays, officeDay)
+	return f
+}
+
+func weekdays(d time.Weekday) bool { return d != time.Saturday && d != time.Sunday }
+func everyDay(time.Weekday) bool   { return true }
+
+const idle = 30 * time.Minute
+
+// lived is what a forecast lived before a test asks it: begun at begin,
+// sessions on days days from it whose weekday keep says.
+type lived struct {
+	begin    time.Time
+	days     int
+	keep     func(time.Weekday) bool
+	sessions []session
+}
+
+func (l lived) forecast(set Settings) *Forecast {
+	f := New(berlin, l.begin, set)
+	live(f, l.begin, l.days, l.keep, l.sessions)
+	return f
+}
+
+func TestHold(t *testing.T) {
+	office := lived{local(berlin, 2, 9, 0, 0), 22, weekdays, officeDay}
+	on := func(m time.Month, d, hh, mm int) time.Time { return local(berlin, m, d, hh, mm) }
 	for _, tc := range []struct {
-		name string
-		// The forecast begins on the Monday begin, a person comes at 09:30 on
-		// each weekday of the first days days, and at each of more.
-		begin time.Time
-		days  int
-		more  []time.Time
-		at    time.Time
-		act   bool
-		why   string
+		name  string
+		lived lived
+		// Hold is asked at at, idle since last.
+		last, at time.Time
+		until    time.Time // zero: no hold
+		why      string
 	}{
-		{"a new workload with no history does not act", march2, 1, nil, local(utc, 2026, 3, 3, 8, 58), false,
-			"learning: 1.3 days of history, acts after 7 days"},
-		{"after a full week of 09:30 visits it wakes at 08:58 for Tue 09:00", march2, 8, nil, local(utc, 2026, 3, 10, 8, 58), true,
-			"woke 08:58 for Tue 09:00 (1.00 over 1.2 weeks; lead 2m0s)"},
-		{"a minute before the lead it waits", march2, 8, nil, local(utc, 2026, 3, 10, 8, 57), false,
-			"Tue 09:00 is usually busy; waking at 08:58:00"},
-		{"a slot nobody uses wakes nothing", march2, 8, nil, local(utc, 2026, 3, 10, 13, 58), false,
-			"Tue 14:00 is not usually busy (0.00 over 1.2 weeks)"},
-		{"after the 167-hour week Berlin's 09:00 is still 09:00 local (07:00Z, not 08:00Z)", local(berlin, 2026, 3, 16, 0, 0), 14, nil,
-			local(berlin, 2026, 3, 30, 8, 58), true, "woke 08:58 for Mon 09:00 (1.00 over 2.0 weeks; lead 2m0s)"},
-		{"after the 169-hour week New York's 09:00 is 09:00 EST", local(newYork, 2026, 10, 19, 0, 0), 15, nil,
-			local(newYork, 2026, 11, 3, 8, 58), true, "woke 08:58 for Tue 09:00 (1.00 over 2.2 weeks; lead 2m0s)"},
-		// The last visit before the week off is on Friday March 27.
-		{"in a week off it still wakes within 4 days of the last visit", march2, 26, nil, local(utc, 2026, 3, 31, 8, 58), true,
-			"woke 08:58 for Tue 09:00 (1.00 over 4.2 weeks; lead 2m0s)"},
-		{"in a week off it stops once nobody came for 4 days", march2, 26, nil, local(utc, 2026, 4, 1, 8, 58), false,
-			"no person for 5.0 days: an environment untouched for 4 days is never woken"},
-		{"back from the week off, the first morning is not woken: nobody came for 10 days", march2, 26, nil, local(utc, 2026, 4, 6, 8, 58), false,
-			"no person for 10.0 days: an environment untouched for 4 days is never woken"},
-		{"back from the week off, the second morning is woken: the share decayed but is still busy", march2, 26,
-			[]time.Time{local(utc, 2026, 4, 6, 9, 30)}, local(utc, 2026, 4, 7, 8, 58), true,
-			"woke 08:58 for Tue 09:00 (0.64 over 5.2 weeks; lead 2m0s)"},
-		{"an abandoned preview (used Mon-Wed twice, then never) is never woken again", march2, 0,
-			[]time.Time{local(utc, 2026, 3, 2, 10, 15), local(utc, 2026, 3, 3, 10, 15), local(utc, 2026, 3, 4, 10, 15),
-				local(utc, 2026, 3, 9, 10, 15), local(utc, 2026, 3, 10, 10, 15), local(utc, 2026, 3, 11, 10, 15)},
-			local(utc, 2026, 3, 16, 9, 58), false, "no person for 5.0 days: an environment untouched for 4 days is never woken"},
+		{"a new workload with no history does not hold", lived{on(3, 2, 0, 0), 0, weekdays, officeDay},
+			on(3, 3, 14, 0), on(3, 3, 14, 30), time.Time{}, "too few gaps like this one (0.0 weighted) to hold"},
+		{"after three weeks of office days it holds through Tuesday's 65-minute meeting", office, on(3, 3, 14, 0), on(3, 3, 14, 30), on(3, 3, 15, 6),
+			"held awake until 15:06 (36m past idleAfter): after 14:00 on Tuesdays someone came back within 66m in 100 % of 7 weighted gaps; a cold start is worth 90m"},
+		{"it does not hold at the evening, when nobody comes back within 4 hours", office, on(3, 3, 17, 30), on(3, 3, 18, 0), time.Time{},
+			"no hold pays: after 17:30 on Tuesdays returns within 4h past idleAfter are too rare in 5 weighted gaps for a cold start worth 90m"},
+		{"across the week the clocks go forward (167 hours) the hold keeps the local hour", lived{on(3, 16, 0, 0), 22, weekdays, officeDay},
+			on(4, 7, 14, 0), on(4, 7, 14, 30), on(4, 7, 15, 6), ""},
+		{"across the week the clocks go back (169 hours) the hold keeps the local hour", lived{on(10, 12, 0, 0), 22, weekdays, officeDay},
+			on(11, 3, 14, 0), on(11, 3, 14, 30), on(11, 3, 15, 6), ""},
+		{"after a week off, the first meeting gap is held again: the gaps are older but still there", office,
+			on(3, 10, 14, 0), on(3, 10, 14, 30), on(3, 10, 15, 6), ""},
+		{"an abandoned preview, untouched for 4 days, is never held", office, on(3, 2, 17, 30), on(3, 6, 17, 30), time.Time{},
+			"no person for 4.0 days: an environment untouched for 4 days is never woken or held"},
+		{"a night shift's break across Monday 00:00 is held", lived{on(2, 8, 0, 0), 21, everyDay, nightShift},
+			on(3, 1, 23, 45), on(3, 2, 0, 15), on(3, 2, 0, 31), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := New(tc.begin.Location(), tc.begin)
-			visitDaily(f, tc.begin, tc.days, 9)
-			for _, m := range tc.more {
-				f.RecordPerson(m)
+			f := tc.lived.forecast(Settings{IdleAfter: idle})
+			f.RecordPerson(tc.last)
+			d := f.Hold(tc.at)
+			if d.Act != !tc.until.IsZero() || (d.Act && !d.Until.Equal(tc.until)) {
+				t.Errorf("Hold: act %v until %v (%s), want until %v", d.Act, d.Until, d.Reason, tc.until)
 			}
-			if d := f.PreWake(tc.at); d.Act != tc.act || d.Reason != tc.why {
-				t.Errorf("PreWake = %v %q, want %v %q", d.Act, d.Reason, tc.act, tc.why)
+			if tc.why != "" && d.Reason != tc.why {
+				t.Errorf("Hold's reason\n %q, want\n %q", d.Reason, tc.why)
+			}
+			if d.Act && !strings.HasPrefix(d.Observed(), "would hold awake until ") {
+				t.Errorf("Observe reports %q", d.Observed())
 			}
 		})
 	}
 }
 
-func TestShareDecay(t *testing.T) {
-	f := New(time.UTC, local(time.UTC, 2026, 3, 2, 0, 0))
-	slot := 9 // Mon 09:00
-	want := []float64{1, 1, 0.547, 0.333, 0.571}
-	for week, hit := range []bool{true, true, false, false, true} {
-		if hit {
-			f.RecordPerson(local(time.UTC, 2026, 3, 2+7*week, 9, 10))
-		}
-		f.Advance(local(time.UTC, 2026, 3, 2+7*week, 10, 0))
-		// (d·s·D + hit) / (1 + d·D), d = 2^-1/2, D the weeks before.
-		// Stored rounded down: under 1/255 lost a week, decaying like the
-		// share itself, so under 1/255 / (1 - d) = 3.4/255 in all.
-		if got := f.Shares()[slot]; got > want[week]+1e-9 || got < want[week]-3.5/255 {
-			t.Errorf("week %d: share %.3f, want %.3f", week+1, got, want[week])
-		}
-	}
-	if got := f.Shares()[slot+1]; got != 0 {
-		t.Errorf("Mon 10:00, never used, has share %.3f", got)
+// TestHoldEventNamesItsFigures: the event says until when, how far past
+// idleAfter, the time of week, the hold, the chance, the weighted gaps and
+// the price, in the words of docs/forecast.md#events.
+func TestHoldEventNamesItsFigures(t *testing.T) {
+	f := officeWeeks(Settings{IdleAfter: idle, ColdStartCost: 2 * time.Hour}, 22)
+	f.RecordPerson(local(berlin, 3, 3, 14, 0))
+	d := f.Hold(local(berlin, 3, 3, 14, 40))
+	re := regexp.MustCompile(`^held awake until \d\d:\d\d \(\d+m past idleAfter\): after \d\d:\d\d on [A-Z][a-z]+days someone came back within \d+m in \d+ % of \d+ weighted gaps; a cold start is worth 120m$`)
+	if !d.Act || !re.MatchString(d.Reason) {
+		t.Errorf("Hold's reason %q does not name its figures", d.Reason)
 	}
 }
 
-func TestDSTSlots(t *testing.T) {
-	berlin := zone(t, "Europe/Berlin")
-	t.Run("the hour the clocks skip ends quiet and the week still has 168 slots", func(t *testing.T) {
-		f := New(berlin, local(berlin, 2026, 3, 23, 0, 0))
-		f.RecordPerson(time.Date(2026, 3, 29, 0, 30, 0, 0, time.UTC)) // Sun 01:30 CET
-		f.RecordPerson(time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)) // Sun 03:30 CEST
-		f.Advance(local(berlin, 2026, 3, 30, 0, 0))
-		s := f.Shares()
-		if s[6*24+1] != 1 || s[6*24+2] != 0 || s[6*24+3] != 1 {
-			t.Errorf("Sun 01, 02, 03 = %.2f %.2f %.2f, want 1 0 1", s[6*24+1], s[6*24+2], s[6*24+3])
-		}
-		if f.Weeks() != 1 {
-			t.Errorf("a 167-hour week is %.3f weeks of history, want 1", f.Weeks())
-		}
-	})
-	t.Run("both real hours of the repeated hour fill one slot, once", func(t *testing.T) {
-		f := New(berlin, local(berlin, 2026, 10, 19, 0, 0))
-		f.RecordPerson(time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC)) // Sun 02:30 CEST
-		f.RecordPerson(time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC)) // Sun 02:30 CET
-		f.Advance(local(berlin, 2026, 10, 26, 0, 0))
-		if s := f.Shares(); s[6*24+2] != 1 || s[6*24+3] != 0 {
-			t.Errorf("Sun 02, 03 = %.2f %.2f, want 1 0", s[6*24+2], s[6*24+3])
-		}
-		if f.Weeks() != 1 {
-			t.Errorf("a 169-hour week is %.3f weeks of history, want 1", f.Weeks())
-		}
-	})
-}
-
-func TestHold(t *testing.T) {
-	utc := time.UTC
-	busy := func() *Forecast { // Mon-Fri 09:00-17:00 busy for two weeks
-		f := New(utc, local(utc, 2026, 3, 2, 0, 0))
-		visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 14, 9, 10, 11, 12, 13, 14, 15, 16)
-		return f
-	}
+func TestPreWake(t *testing.T) {
+	begin := local(berlin, 2, 9, 0, 0)
 	for _, tc := range []struct {
-		name   string
-		person time.Time
-		at     time.Time
-		act    bool
-		until  time.Time
-		reason string
+		name     string
+		days     int
+		keep     func(time.Weekday) bool
+		sessions []session
+		last, at time.Time
+		act      bool
+		until    time.Time
+		why      string
 	}{
-		{"a busy slot with a person 37 minutes ago holds it until the next slot", local(utc, 2026, 3, 16, 13, 23), local(utc, 2026, 3, 16, 14, 0), true,
-			local(utc, 2026, 3, 16, 15, 0), "held awake in Mon 14:00 (1.00 over 2.1 weeks; a person 37m0s ago)"},
-		{"the hold ends two hours after the person", local(utc, 2026, 3, 16, 12, 50), local(utc, 2026, 3, 16, 14, 30), true,
-			local(utc, 2026, 3, 16, 14, 50), "held awake in Mon 14:00 (1.00 over 2.1 weeks; a person 1h40m0s ago)"},
-		{"a person two hours ago no longer holds it", local(utc, 2026, 3, 16, 12, 30), local(utc, 2026, 3, 16, 14, 30), false,
-			time.Time{}, "no person within 2h"},
-		{"a quiet slot does not hold it", local(utc, 2026, 3, 16, 17, 10), local(utc, 2026, 3, 16, 17, 40), false,
-			local(utc, 2026, 3, 16, 18, 0), "Mon 17:00 is not usually busy (0.00 over 2.1 weeks)"},
+		{"a new workload with no history does not wake", 0, weekdays, officeDay,
+			local(berlin, 2, 9, 17, 0), local(berlin, 2, 10, 8, 58), false, local(berlin, 2, 11, 0, 0),
+			"no pre-wake pays on Tuesdays at a cold start worth 90m"},
+		{"after three weeks of 09:00 arrivals it wakes at 08:58 on Tuesday", 22, weekdays, officeDay,
+			time.Time{}, local(berlin, 3, 3, 8, 58), true, local(berlin, 3, 3, 9, 1),
+			"woke 08:58 to be Ready at 09:00, held until 09:01: on Tuesdays someone came by 09:01 on 100 % of 5.2 weighted days (lead 2m0s); a cold start is worth 90m"},
+		{"a minute before, it waits for the wake", 22, weekdays, officeDay,
+			time.Time{}, local(berlin, 3, 3, 8, 57), false, local(berlin, 3, 3, 8, 58), "waking at 08:58 for 09:00"},
+		{"nobody comes on Saturdays: no wake", 26, weekdays, officeDay,
+			time.Time{}, local(berlin, 3, 7, 8, 58), false, local(berlin, 3, 8, 0, 0),
+			"no pre-wake pays on Saturdays at a cold start worth 90m"},
+		{"after a week off it does not wake: untouched for 4 days", 22, weekdays, officeDay,
+			time.Time{}, local(berlin, 3, 10, 8, 58), false, time.Time{},
+			"no person for 7.6 days: an environment untouched for 4 days is never woken or held"},
+		{"an abandoned preview, used daily, then left: never woken after 4 days", 12, everyDay, officeDay,
+			time.Time{}, local(berlin, 2, 25, 8, 58), false, time.Time{},
+			"no person for 4.6 days: an environment untouched for 4 days is never woken or held"},
+		{"a night shift's Sunday 22:00 arrival is woken for, across the week's end", 20, everyDay, nightShift,
+			time.Time{}, local(berlin, 3, 1, 21, 58), true, local(berlin, 3, 1, 22, 1), ""},
+		{"in the week the clocks go forward the wake keeps the local hour", 50, weekdays, officeDay,
+			time.Time{}, local(berlin, 3, 31, 8, 58), true, local(berlin, 3, 31, 9, 1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := busy()
-			f.RecordPerson(tc.person)
-			d := f.Hold(tc.at)
-			if d.Act != tc.act || d.Reason != tc.reason || !d.Until.Equal(tc.until) {
-				t.Errorf("Hold = %v %q until %v, want %v %q until %v", d.Act, d.Reason, d.Until, tc.act, tc.reason, tc.until)
+			f := New(berlin, begin, Settings{IdleAfter: idle})
+			live(f, begin, tc.days, tc.keep, tc.sessions)
+			if !tc.last.IsZero() {
+				f.RecordPerson(tc.last)
+			}
+			d := f.PreWake(tc.at)
+			if d.Act != tc.act || !d.Until.Equal(tc.until) {
+				t.Errorf("PreWake: act %v until %v (%s), want %v until %v", d.Act, d.Until, d.Reason, tc.act, tc.until)
+			}
+			if tc.why != "" && d.Reason != tc.why {
+				t.Errorf("PreWake's reason\n %q, want\n %q", d.Reason, tc.why)
+			}
+			if !d.Act {
+				return
+			}
+			// Nobody came: it is held until the give-up time, then paused.
+			at := tc.at.Add(time.Minute)
+			if h := f.Hold(at); !h.Act || !h.Until.Equal(tc.until) {
+				t.Errorf("Hold after the pre-wake: act %v until %v (%s), want until %v", h.Act, h.Until, h.Reason, tc.until)
+			}
+			if h := f.Hold(tc.until); h.Act {
+				t.Errorf("Hold at the give-up time acts: %s", h.Reason)
 			}
 		})
 	}
 }
 
 func TestPauseEarly(t *testing.T) {
-	utc := time.UTC
-	f := New(utc, local(utc, 2026, 3, 2, 0, 0))
-	visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 14, 9)
-	last := local(utc, 2026, 3, 16, 20, 50)
-	f.RecordPerson(last) // an evening visit, in quiet hours
 	for _, tc := range []struct {
-		name   string
-		at     time.Time
-		ask    bool
-		act    bool
-		reason string
+		name       string
+		idleAfter  time.Duration
+		days       int
+		ask        bool
+		last, at   time.Time
+		act        bool
+		until      time.Time
+		reasonHead string
 	}{
-		{"idle 15 minutes in quiet hours pauses early", last.Add(16 * time.Minute), false, true,
-			"paused early at 21:06: Mon 21:00 and 22:00 are expected quiet (0.00 and 0.00 over 2.1 weeks; idle 16m0s)"},
-		{"idle 14 minutes waits", last.Add(14 * time.Minute), false, false, "idle 14m0s of 15m0s"},
-		{"a workload that asks never pauses early", last.Add(16 * time.Minute), true, false, "wake mode Ask never pauses early"},
-		{"a quiet hour before a busy one does not pause early", local(utc, 2026, 3, 17, 8, 30), false, false,
-			"Tue 08:00 and 09:00 are not expected quiet (0.00 and 1.00 over 2.2 weeks)"},
+		{"the evening, when nobody comes back, pauses after 15 minutes", 2 * time.Hour, 22, false,
+			local(berlin, 3, 3, 17, 30), local(berlin, 3, 3, 17, 45), true, time.Time{}, "paused early at 17:45, idle 15m0s of 2h0m0s: after 17:30 on Tuesdays"},
+		{"under 15 minutes idle it waits for the floor", 2 * time.Hour, 22, false,
+			local(berlin, 3, 3, 17, 30), local(berlin, 3, 3, 17, 40), false, local(berlin, 3, 3, 17, 45), "idle 10m0s of 15m0s"},
+		{"lunch, when someone comes back within the hour, is waited through", 2 * time.Hour, 22, false,
+			local(berlin, 3, 3, 12, 0), local(berlin, 3, 3, 12, 15), false, local(berlin, 3, 3, 12, 16), "waiting pays"},
+		{"a workload that asks never pauses early", 2 * time.Hour, 22, true,
+			local(berlin, 3, 3, 17, 30), local(berlin, 3, 3, 17, 45), false, time.Time{}, "wake mode Ask never pauses early"},
+		{"a new workload does not pause early", 2 * time.Hour, 0, false,
+			local(berlin, 3, 3, 17, 30), local(berlin, 3, 3, 17, 45), false, local(berlin, 3, 3, 17, 46), "too few gaps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := f.PauseEarly(tc.at, last, tc.ask)
-			if d.Act != tc.act || d.Reason != tc.reason {
-				t.Errorf("PauseEarly = %v %q, want %v %q", d.Act, d.Reason, tc.act, tc.reason)
+			f := officeWeeks(Settings{IdleAfter: tc.idleAfter, PauseEarly: true}, tc.days)
+			f.RecordPerson(tc.last)
+			d := f.PauseEarly(tc.at, tc.last, tc.ask)
+			if d.Act != tc.act || !d.Until.Equal(tc.until) || !strings.HasPrefix(d.Reason, tc.reasonHead) {
+				t.Errorf("PauseEarly: act %v until %v (%s), want %v until %v (%s…)", d.Act, d.Until, d.Reason, tc.act, tc.until, tc.reasonHead)
 			}
 		})
 	}
 }
 
-func TestObserved(t *testing.T) {
-	f := New(time.UTC, local(time.UTC, 2026, 3, 2, 0, 0))
-	visitDaily(f, local(time.UTC, 2026, 3, 2, 0, 0), 8, 9)
-	d := f.PreWake(local(time.UTC, 2026, 3, 10, 8, 58))
-	if want := "would wake 08:58 for Tue 09:00 (1.00 over 1.2 weeks; lead 2m0s)"; d.Observed() != want {
-		t.Errorf("Observed = %q, want %q", d.Observed(), want)
+// TestGapsKept: only gaps of at least idleAfter (15 minutes with
+// pauseEarly) are kept, at most Gaps of them, capped at 4 hours.
+func TestGapsKept(t *testing.T) {
+	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		set   Settings
+		gaps  []time.Duration
+		want  []int
+		count int
+	}{
+		{"shorter than idleAfter is not kept", Settings{IdleAfter: idle}, []time.Duration{20 * time.Minute, 40 * time.Minute}, []int{40}, 1},
+		{"pauseEarly keeps from 15 minutes", Settings{IdleAfter: idle, PauseEarly: true}, []time.Duration{14 * time.Minute, 20 * time.Minute}, []int{20}, 1},
+		{"a gap over 4 hours is kept as 4 hours", Settings{IdleAfter: idle}, []time.Duration{9 * time.Hour}, []int{240}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New(time.UTC, at, tc.set)
+			tm := at
+			f.RecordPerson(tm)
+			for _, g := range tc.gaps {
+				tm = tm.Add(g)
+				f.RecordPerson(tm)
+			}
+			var got []int
+			for _, g := range f.gaps {
+				if g.length > 0 {
+					got = append(got, g.length)
+				}
+			}
+			if f.count != tc.count || len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+				t.Errorf("kept %v (count %d), want %v", got, f.count, tc.want)
+			}
+		})
 	}
-	if d = f.PreWake(local(time.UTC, 2026, 3, 10, 13, 0)); d.Observed() != d.Reason {
-		t.Errorf("a decision not to act reads the same observed: %q vs %q", d.Observed(), d.Reason)
+	f := New(time.UTC, at, Settings{IdleAfter: idle})
+	for i := range Gaps + 10 {
+		f.RecordPerson(at.Add(time.Duration(i) * time.Hour))
 	}
-}
-
-func TestResumeP90(t *testing.T) {
-	f := New(time.UTC, time.Unix(0, 0))
-	if got := f.ResumeP90(); got != DefaultResume {
-		t.Errorf("with no resumes p90 = %v, want DefaultResume", got)
-	}
-	for s := 1; s <= 10; s++ {
-		f.RecordResume(time.Duration(s*10)*time.Second - time.Millisecond) // rounded up to whole seconds
-	}
-	if got := f.ResumeP90(); got != 90*time.Second {
-		t.Errorf("p90 of 10..100 s = %v, want 1m30s", got)
-	}
-	f.RecordResume(20 * time.Hour) // replaces the 10 s one; clamped to 18h12m15s
-	if got, want := f.ResumeP90(), 100*time.Second; got != want {
-		t.Errorf("after one very slow resume p90 = %v, want %v (the slowest but one)", got, want)
-	}
-	if got := f.Lead(); got != 100*time.Second+Buffer {
-		t.Errorf("Lead = %v, want p90 + Buffer", got)
-	}
-}
-
-func TestLateAndLongGaps(t *testing.T) {
-	utc := time.UTC
-	f := New(utc, local(utc, 2026, 3, 2, 0, 0))
-	f.Advance(local(utc, 2026, 3, 2, 12, 0))
-	f.RecordPerson(local(utc, 2026, 3, 2, 9, 30)) // reported late: its hour has ended
-	if s := f.Shares()[9]; s != 0 || !f.LastPerson().Equal(local(utc, 2026, 3, 2, 9, 30)) {
-		t.Errorf("a late report: slot share %.2f, last person %v; want 0 and the report's time", s, f.LastPerson())
-	}
-	visitDaily(f, local(utc, 2026, 3, 3, 0, 0), 20, 10)
-	f.Advance(local(utc, 2036, 3, 2, 0, 0)) // ten years later: bounded work, everything forgotten
-	for i, s := range f.Shares() {
-		if s != 0 {
-			t.Fatalf("slot %d still has share %.3f after ten years", i, s)
-		}
-	}
-	if w := f.Weeks(); w < 521 || w > 523 {
-		t.Errorf("ten years are %.1f weeks of history", w)
-	}
-	if d := f.PreWake(local(utc, 2036, 3, 3, 9, 58)); d.Act || !strings.HasPrefix(d.Reason, "no person for ") {
-		t.Errorf("after ten years PreWake = %v %q", d.Act, d.Reason)
+	if f.count != Gaps || f.next != (Gaps+9)%Gaps {
+		t.Errorf("after %d gaps the ring holds %d, next %d", Gaps+9, f.count, f.next)
 	}
 }
 
-func TestOnFold(t *testing.T) {
-	utc := time.UTC
-	f := New(utc, local(utc, 2026, 3, 2, 0, 0))
-	visitDaily(f, local(utc, 2026, 3, 2, 0, 0), 7, 9)
-	type fold struct {
-		slot      int
-		busy, hit bool
+// TestPrice: coldStartCost sets the price, and maxExtraAwake scales it down
+// in proportion while the extra awake time is over the cap.
+func TestPrice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  Settings
+		want float64
+	}{
+		{"unset is 90 minutes", Settings{}, 90},
+		{"coldStartCost sets it", Settings{ColdStartCost: 2 * time.Hour}, 120},
+		{"under the cap it is whole", Settings{MaxExtraAwake: 20, ExtraAwake: 0.1}, 90},
+		{"at twice the cap it is halved", Settings{ColdStartCost: time.Hour, MaxExtraAwake: 20, ExtraAwake: 0.4}, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.set.cost(); got != tc.want {
+				t.Errorf("price %.1f minutes, want %.1f", got, tc.want)
+			}
+		})
 	}
-	var got []fold
-	f.OnFold(func(slot int, busy, hit bool) { got = append(got, fold{slot, busy, hit}) })
-	f.RecordPerson(local(utc, 2026, 3, 9, 10, 5)) // Mon 10:05: folds up to Mon 09:00 of week 2
-	f.Advance(local(utc, 2026, 3, 9, 11, 0))
-	want := []fold{{8, false, false}, {9, true, false}, {10, false, true}}
-	if len(got) < 3 || !slices.Equal(got[len(got)-3:], want) {
-		t.Errorf("last folds %v, want %v", got, want)
+	// A cheaper cold start holds less: the meeting gap is not worth 36
+	// minutes at a price of 30.
+	f := officeWeeks(Settings{IdleAfter: idle, ColdStartCost: 30 * time.Minute}, 22)
+	f.RecordPerson(local(berlin, 3, 3, 14, 0))
+	if d := f.Hold(local(berlin, 3, 3, 14, 30)); d.Act {
+		t.Errorf("a 30-minute price holds: %s", d.Reason)
 	}
 }

@@ -1,6 +1,8 @@
 package forecast
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -55,6 +57,22 @@ func (f *Forecast) ResumeP90() time.Duration {
 	return time.Duration(s[rank]) * time.Second
 }
 
-// Lead is how long before a busy slot a pre-wake starts: ResumeP90 plus
+// Lead is how long before the usual first arrival a pre-wake starts: ResumeP90 plus
 // Buffer.
 func (f *Forecast) Lead() time.Duration { return f.ResumeP90() + Buffer }
+
+// decode reads the ring as Encode writes it at offResumes: the count, the
+// next place, ten big-endian seconds.
+func (r *resumes) decode(b []byte) error {
+	r.n, r.next = b[0], b[1]
+	if r.n > resumeSamples || r.next >= resumeSamples || (r.n < resumeSamples && r.next != r.n) {
+		return fmt.Errorf("forecast state's resume ring (%d, next %d) is out of range", r.n, r.next)
+	}
+	for i := range r.seconds {
+		r.seconds[i] = binary.BigEndian.Uint16(b[2+2*i:])
+		if i >= int(r.n) && r.seconds[i] != 0 {
+			return fmt.Errorf("forecast state has resume time %d past its count %d", i, r.n)
+		}
+	}
+	return nil
+}

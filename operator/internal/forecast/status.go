@@ -10,11 +10,11 @@ import (
 // Encode's bytes in standard base64.
 func (f *Forecast) EncodeStatus() string { return base64.StdEncoding.EncodeToString(f.Encode()) }
 
-// DecodeStatus reads status.forecast.state, to be counted in loc: empty is
+// DecodeStatus reads status.forecast.state, to be counted in loc with s: empty is
 // none (nil, nil); anything else is Decode's bytes in standard base64. A
 // value that is not base64, or whose bytes Decode refuses (ErrZoneChanged
 // among them), is an error, never a panic.
-func DecodeStatus(state string, loc *time.Location) (*Forecast, error) {
+func DecodeStatus(state string, loc *time.Location, s Settings) (*Forecast, error) {
 	if state == "" {
 		return nil, nil
 	}
@@ -22,7 +22,7 @@ func DecodeStatus(state string, loc *time.Location) (*Forecast, error) {
 	if err != nil {
 		return nil, fmt.Errorf("status.forecast.state is not base64: %w", err)
 	}
-	f, err := Decode(b, loc)
+	f, err := Decode(b, loc, s)
 	if err != nil {
 		return nil, fmt.Errorf("reading status.forecast.state: %w", err)
 	}

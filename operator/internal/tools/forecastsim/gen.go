@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"napwake.dev/operator/internal/tools/forecastsim/devhours"
+	"napwake.dev/operator/internal/tools/forecastsim/kinds"
 )
 
-// runGen writes a napwake-devhours-v1 trace: environments.csv and
+// runGen writes a napwake-devhours-v1 trace, or with -kind one of the
+// kinds' (docs/bench/forecast.md#trace-kinds): environments.csv and
 // events.csv (gzipped with -gzip) into -dir.
 func runGen(args []string) error {
 	fs := flag.NewFlagSet("forecastsim gen", flag.ContinueOnError)
@@ -22,6 +25,7 @@ func runGen(args []string) error {
 	weeks := fs.Int("weeks", 8, "weeks")
 	dir := fs.String("dir", "", "directory to write environments.csv and events.csv into")
 	gz := fs.Bool("gzip", false, "write environments.csv.gz and events.csv.gz")
+	kind := fs.String("kind", devhoursKind, "the trace: devhours (napwake-devhours-v1) or a kind: "+strings.Join(kinds.Names, ", "))
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parsing flags: %w", err)
 	}
@@ -34,7 +38,16 @@ func runGen(args []string) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", *dir, err)
 	}
-	tr := devhours.Generate(devhours.Config{Seed: *seed, Envs: *envs, Weeks: *weeks})
+	if *kind == devhoursKind {
+		return writeTrace(devhours.Generate(devhours.Config{Seed: *seed, Envs: *envs, Weeks: *weeks}), *dir, *gz)
+	}
+	if *weeks < 3 {
+		return errors.New("-weeks must be at least 3 for a kind (its holiday week falls in week 3 or later)")
+	}
+	tr, err := kinds.Generate(*kind, *seed, *envs, *weeks)
+	if err != nil {
+		return err
+	}
 	return writeTrace(tr, *dir, *gz)
 }
 

@@ -6,8 +6,12 @@
 // schedule packages the operator does, so it measures the code that runs.
 //
 //	forecastsim -envs environments.csv -events events.csv [-score-from-week N] [-wakes wakes.csv]
-//	forecastsim gen -seed 1 -dir out/              (the napwake-devhours-v1 trace)
-//	forecastsim goal -seeds 1-5                    (the goal table of docs/bench/forecast.md#results, in Markdown)
+//	forecastsim gen -seed 1 -dir out/ [-kind office]  (the napwake-devhours-v1 trace, or a kind's)
+//	forecastsim goal -seeds 1-3 [-kinds office,…]     (the goal table of docs/bench/forecast.md#results, in Markdown)
+//
+// Beside the five policies it replays a sweep of fixed longer idleAfter
+// (idle-45m to idle-4h) with no forecast, so a forecast's cut can be
+// compared with what a longer idleAfter buys for the same awake time.
 //
 // An environment whose auto_resume (pause_early) column is false stays on the
 // idle rules in the policies that would pre-wake and hold (pause early), as

@@ -19,6 +19,10 @@ type Policy struct {
 	// Schedule: Mon–Fri 08:00–19:00 local, woken at the start, not paused
 	// for idleness inside.
 	Schedule bool
+	// IdleAfter, when set, replaces every environment's idleAfter: the
+	// sweep of fixed idleAfter the forecast is compared with
+	// (docs/bench/forecast.md#method).
+	IdleAfter time.Duration
 }
 
 // Policies are the policies compared, in the order they are reported.
@@ -28,6 +32,12 @@ var Policies = []Policy{
 	{Name: "forecast-observe", Forecast: true, PauseEarly: true},
 	{Name: "forecast", Forecast: true, Act: true},
 	{Name: "forecast+pauseEarly", Forecast: true, Act: true, PauseEarly: true},
+	{Name: "idle-45m", IdleAfter: 45 * time.Minute},
+	{Name: "idle-1h", IdleAfter: time.Hour},
+	{Name: "idle-1h30m", IdleAfter: 90 * time.Minute},
+	{Name: "idle-2h", IdleAfter: 2 * time.Hour},
+	{Name: "idle-3h", IdleAfter: 3 * time.Hour},
+	{Name: "idle-4h", IdleAfter: 4 * time.Hour},
 }
 
 // workday is the schedule policy's window.
@@ -113,9 +123,14 @@ func simulate(e *Env, p Policy, start, end, scoreFrom time.Time) (Counts, []Wake
 // simulateState is simulate, with the forecast's state at the end (nil
 // without a forecast).
 func simulateState(e *Env, p Policy, start, end, scoreFrom time.Time) (Counts, []Wake, []byte) {
+	if p.IdleAfter > 0 {
+		fixed := *e
+		fixed.IdleAfter = p.IdleAfter
+		e = &fixed
+	}
 	r := &replay{e: e, p: p, scoreFrom: scoreFrom}
 	if p.Forecast {
-		r.f = forecast.New(e.Loc, start)
+		r.f = forecast.New(e.Loc, start, forecast.Settings{IdleAfter: e.IdleAfter, PauseEarly: p.PauseEarly && e.PauseEarly && !e.Ask})
 	}
 	if p.Schedule {
 		s, err := schedule.Parse([]string{workday}, e.Loc.String())
