@@ -33,9 +33,9 @@
 // decides them all (model.go):
 //
 //   - Hold (autoResume): idle e since the latest person, stay up to the
-//     H in (e, idleAfter+4h] that maximises cost·P(return before H) −
+//     H in (e, idleAfter+4h] that maximises cost × the chance of a return before H −
 //     E[extra awake minutes], over the gaps of at least e, each weighted by
-//     closeness in local time of day (a 90-minute triangle), same weekday
+//     closeness in local time of day (a triangle 3 hours each side), same weekday
 //     (1) or day type (½, else a tenth) and recency (half-life 14 days).
 //     Asked again at H, it may hold on. Nothing pays: pause at idleAfter.
 //   - PreWake (autoResume): from the first arrivals of the same weekday
