@@ -4,6 +4,8 @@ package cluster
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -80,6 +82,23 @@ func scenarioHPA(ctx context.Context, ns string) {
 	mw, err := fw.ManagedWorkload(ctx, ns, app.Name)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(mw.Status.Pause.Replicas).To(Equal(int32(2)), "the pause saved the HPA's count")
+
+	By("kubectl napwake describe naming the HPA with its bounds")
+	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	out, err := exec.CommandContext(ctx, plugin, "describe", "-n", ns, app.Name).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+	Expect(string(out)).To(MatchRegexp(`Autoscalers:\s+HorizontalPodAutoscaler/api \(2 to 4 replicas\)`))
+
+	By("an HPA changed while paused: reported, and the saved count still wins")
+	hpaNow, err := fw.Clientset.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, app.Name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	hpaNow.Spec.MaxReplicas = 5
+	_, err = fw.Clientset.AutoscalingV2().HorizontalPodAutoscalers(ns).Update(ctx, hpaNow, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() ([]string, error) {
+		return fw.EventMessages(ctx, ns, "ManagedWorkload", app.Name, napwakev1alpha1.EventAutoscalerChanged)
+	}).WithTimeout(time.Minute).Should(ContainElement(And(ContainSubstring("maxReplicas 4 → 5"), ContainSubstring("restores the 2 replicas"))))
 
 	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)
 	Expect(err).NotTo(HaveOccurred())
