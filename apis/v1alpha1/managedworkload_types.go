@@ -334,7 +334,7 @@ type SavingsStatus struct {
 	Since *metav1.Time `json:"since,omitempty"`
 }
 
-// WakeStepName names one step of a wake's timeline (docs/status.md#lastwake).
+// WakeStepName names one step of a wake's timeline (docs/pause.md#where-a-wakes-time-went).
 // +kubebuilder:validation:Enum=woken;scaled;scheduled;started;ready;running
 type WakeStepName string
 

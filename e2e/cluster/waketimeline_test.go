@@ -25,7 +25,7 @@ var _ = Describe("A wake's timeline", func() {
 // then names the request, its steps come in the documented order, each
 // within the wake's total and together no more than it, the slowest is
 // flagged with advice, and describe and status show them
-// (docs/status.md#lastwake).
+// (docs/pause.md#where-a-wakes-time-went).
 func scenarioWakeTimeline(ctx context.Context, ns string) {
 	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
 	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")

@@ -10,7 +10,7 @@ import (
 )
 
 // wakeSteps says what each step of status.lastWake runs between
-// (docs/status.md#lastwake).
+// (docs/pause.md#where-a-wakes-time-went).
 var wakeSteps = map[napwakev1alpha1.WakeStepName]string{
 	napwakev1alpha1.WakeStepWoken:     "signal → Resuming written",
 	napwakev1alpha1.WakeStepScaled:    "Resuming → scale written",

@@ -18,7 +18,7 @@ import (
 	"napwake.dev/operator/internal/timeline"
 )
 
-// The wake's timeline (docs/status.md#lastwake) is gathered here and worked
+// The wake's timeline (docs/pause.md#where-a-wakes-time-went) is gathered here and worked
 // out by package timeline: the wake's first status write records the
 // signal's time and source in status.lastWake; the scale's write is
 // remembered in memory (wakeScales), keyed by the wake's resumedAt; and the

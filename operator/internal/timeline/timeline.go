@@ -1,4 +1,4 @@
-// Package timeline works out where a wake's time went (docs/status.md#lastwake),
+// Package timeline works out where a wake's time went (docs/pause.md#where-a-wakes-time-went),
 // with no client and no clock: Of takes the times the operator recorded
 // (the waking signal, Resuming written, the scale written, Running written)
 // and the first pod the wake started, and returns the steps in order, the
