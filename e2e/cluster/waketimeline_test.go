@@ -4,8 +4,6 @@ package cluster
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,8 +25,7 @@ var _ = Describe("A wake's timeline", func() {
 // flagged with advice, and describe and status show them
 // (docs/pause.md#where-a-wakes-time-went).
 func scenarioWakeTimeline(ctx context.Context, ns string) {
-	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
-	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	run := kubectlNapwake(ctx, ns)
 	app := optedIn("timed", ns, 1, longIdle)
 	deployRunning(ctx, app)
 	pauseNow(ctx, ns, app.Name)
@@ -64,11 +61,6 @@ func scenarioWakeTimeline(ctx context.Context, ns string) {
 	Expect(w.Slowest).To(BeElementOf(order))
 	Expect(w.Advice).NotTo(BeEmpty())
 
-	run := func(args ...string) string {
-		out, err := exec.CommandContext(ctx, plugin, append(args, "-n", ns)...).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		return string(out)
-	}
 	out := run("describe", app.Name)
 	Expect(out).To(ContainSubstring("Last wake: woken by request"))
 	for _, s := range order {
