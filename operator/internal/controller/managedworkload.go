@@ -33,6 +33,7 @@ import (
 	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/quiesce"
+	"napwake.dev/operator/internal/timeline"
 	"napwake.dev/operator/internal/workload"
 )
 
@@ -479,6 +480,10 @@ func (s *run) record(step decide.Step) {
 		m.RecordWakeSteps(s.mw.Status.LastWake)
 	}
 	if step.Event.Reason != "" {
-		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", step.Event.Message)
+		msg := step.Event.Message
+		if sum := timeline.Summary(s.mw.Status.LastWake); step.ResumeTook > 0 && sum != "" {
+			msg += ", " + sum // recent wakes' totals stay in describe's events
+		}
+		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", msg)
 	}
 }

@@ -97,6 +97,8 @@ func TestAWakeWritesItsTimelineAndObservesEachStepOnce(t *testing.T) {
 		t.Errorf("note %q, want every step known", w.Note)
 	}
 
+	f.wantEvent(napwakev1alpha1.EventRunning, "Running: a pod is Ready, 5.5 s after the request signal; slowest: ready, 3.0 s")
+
 	// One observation per step per wake: reconciling Running again adds none.
 	f.reconcile()
 	for _, s := range order {

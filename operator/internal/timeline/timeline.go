@@ -255,6 +255,23 @@ func (tl Timeline) Status() *napwakev1alpha1.LastWakeStatus {
 	return out
 }
 
+// Summary is w in a few words for the Running event, so the events of
+// recent wakes keep their totals and slowest steps after status.lastWake
+// moves on: "5.3 s after the request signal; slowest: ready, 3.0 s". It is
+// "" for a wake not complete.
+func Summary(w *napwakev1alpha1.LastWakeStatus) string {
+	if w == nil || w.TotalMilliseconds == 0 {
+		return ""
+	}
+	out := Seconds(time.Duration(w.TotalMilliseconds)*time.Millisecond) + " after the " + w.Source + " signal"
+	for _, s := range w.Steps {
+		if s.Name == w.Slowest {
+			out += "; slowest: " + string(s.Name) + ", " + Seconds(time.Duration(s.Milliseconds)*time.Millisecond)
+		}
+	}
+	return out
+}
+
 // clip keeps s within the 512 bytes the API allows.
 func clip(s string) string {
 	if len(s) <= 512 {

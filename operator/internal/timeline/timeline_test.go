@@ -204,3 +204,23 @@ func TestClipKeepsWithinTheAPIsBound(t *testing.T) {
 		t.Errorf("clip gave %d bytes", len(s))
 	}
 }
+
+func TestSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    *napwakev1alpha1.LastWakeStatus
+		want string
+	}{
+		{"no wake says nothing", nil, ""},
+		{"a wake under way says nothing", &napwakev1alpha1.LastWakeStatus{Source: "request"}, ""},
+		{"a done wake gives its total and slowest step", Of(wake(pod(100*ms, 1*time.Second, 2*time.Second, 5*time.Second))).Status(),
+			"5.3 s after the request signal; slowest: ready, 3.0 s"},
+		{"a wake with no step known gives its total", &napwakev1alpha1.LastWakeStatus{Source: "scaled", TotalMilliseconds: 1200}, "1.2 s after the scaled signal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Summary(tc.w); got != tc.want {
+				t.Errorf("Summary = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
