@@ -373,6 +373,11 @@ type LastWakeStatus struct {
 	// Source is the activity source that woke it, as lastActivitySource.
 	// +kubebuilder:validation:MaxLength=63
 	Source string `json:"source"`
+	// Pod names the wake's first Ready pod, whose times the pod's steps
+	// are; its events (the image's Pulled) tell more.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Pod string `json:"pod,omitempty"`
 	// TotalMilliseconds is startedAt → Running; 0 while the wake is under
 	// way.
 	// +kubebuilder:validation:Minimum=0

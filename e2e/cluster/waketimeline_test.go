@@ -60,6 +60,7 @@ func scenarioWakeTimeline(ctx context.Context, ns string) {
 	Expect(sum).To(BeNumerically("<=", w.TotalMilliseconds), "the steps add up to no more than the total")
 	Expect(w.Slowest).To(BeElementOf(order))
 	Expect(w.Advice).NotTo(BeEmpty())
+	Expect(w.Pod).NotTo(BeEmpty(), "the wake's first Ready pod is named")
 
 	out := run("describe", app.Name)
 	Expect(out).To(ContainSubstring("Last wake: woken by request"))
@@ -67,5 +68,6 @@ func scenarioWakeTimeline(ctx context.Context, ns string) {
 		Expect(out).To(MatchRegexp(`(?m)^  %s( \(slowest\))? +\d+\.\d s`, s), "describe shows the %s step", s)
 	}
 	Expect(out).To(ContainSubstring("Slowest:"))
+	Expect(out).To(ContainSubstring("Image: "), "the kubelet's Pulled event of the wake's pod")
 	Expect(run("status")).To(ContainSubstring("LAST WAKE"))
 }

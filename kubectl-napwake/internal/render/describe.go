@@ -88,7 +88,7 @@ func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []cor
 	}
 	clock.add(txt("Last resumed:"), txt(agoStamp(o, s.ResumedAt)))
 	clock.write(w, o)
-	describeLastWake(w, mw, o)
+	describeLastWake(w, mw, events, o)
 
 	fmt.Fprintln(w, "Routes:")
 	var routes []napwakev1alpha1.Route

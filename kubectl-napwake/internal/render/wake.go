@@ -3,8 +3,11 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -38,9 +41,10 @@ func LastWakeTotal(mw *napwakev1alpha1.ManagedWorkload) string {
 }
 
 // describeLastWake renders the last wake's timeline: what woke it, each
-// step with a bar, the slowest flagged with its advice, and the steps that
-// could not be told.
-func describeLastWake(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, o Options) {
+// step with a bar, the slowest flagged with its advice, what the kubelet
+// said of the wake pod's image (its Pulled events, while the cluster keeps
+// them), and the steps that could not be told.
+func describeLastWake(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
 	lw := mw.Status.LastWake
 	if lw == nil {
 		return
@@ -68,9 +72,32 @@ func describeLastWake(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, o Option
 	if lw.Advice != "" {
 		fmt.Fprintf(w, "  %s %s\n", o.paint(yellow, "Slowest:"), oneLine(lw.Advice))
 	}
+	for _, msg := range imagePulled(lw.Pod, mw.Namespace, events) {
+		fmt.Fprintf(w, "  Image: %s\n", msg)
+	}
 	if lw.Note != "" {
 		fmt.Fprintf(w, "  Not told: %s\n", oneLine(lw.Note))
 	}
+}
+
+// imagePulled is what the kubelet said of pod's images as it started
+// them (events with reason Pulled: "Successfully pulled image … in 1.2s"
+// or "already present on machine"), each message once, in the order seen.
+func imagePulled(pod, namespace string, events []corev1.Event) []string {
+	if pod == "" {
+		return nil
+	}
+	var out []string
+	for _, e := range events {
+		o := e.InvolvedObject
+		if o.Kind != "Pod" || o.Name != pod || o.Namespace != namespace || e.Reason != "Pulled" {
+			continue
+		}
+		if msg := oneLine(e.Message); !slices.Contains(out, msg) {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 // bar is ms as a share of barWidth blocks against longest; at least one

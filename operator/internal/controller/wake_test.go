@@ -93,6 +93,9 @@ func TestAWakeWritesItsTimelineAndObservesEachStepOnce(t *testing.T) {
 	if want := "your readiness probe's first success came 3.0 s after the container started: lower `initialDelaySeconds` or `periodSeconds` (app: initialDelaySeconds 3, periodSeconds 5)"; w.Advice != want {
 		t.Errorf("advice %q, want %q", w.Advice, want)
 	}
+	if w.Pod != pod.Name {
+		t.Errorf("pod %q, want the wake's %s", w.Pod, pod.Name)
+	}
 	if w.Note != "" {
 		t.Errorf("note %q, want every step known", w.Note)
 	}

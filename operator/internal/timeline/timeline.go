@@ -75,6 +75,8 @@ type Timeline struct {
 	Advice string
 	// Notes say which steps are left out and why.
 	Notes []string
+	// Pod names the pod whose times the pod's steps are; "" for none.
+	Pod string
 }
 
 // point is the end of one step, when known.
@@ -103,7 +105,11 @@ func Of(in Input) Timeline {
 		scaled.why = "the operator restarted before it wrote the scale"
 	}
 	points = append(points, scaled)
-	points = append(points, podPoints(in.Pod, in.ResumedAt)...)
+	pp := podPoints(in.Pod, in.ResumedAt)
+	if !pp[0].at.IsZero() || !pp[1].at.IsZero() || !pp[2].at.IsZero() {
+		tl.Pod = in.Pod.Name
+	}
+	points = append(points, pp...)
 	points = append(points, point{name: napwakev1alpha1.WakeStepRunning, at: in.RunningAt})
 
 	last := tl.Start
@@ -245,6 +251,7 @@ func Seconds(d time.Duration) string {
 func (tl Timeline) Status() *napwakev1alpha1.LastWakeStatus {
 	out := &napwakev1alpha1.LastWakeStatus{Source: tl.Source, TotalMilliseconds: tl.Total.Milliseconds(), Advice: clip(tl.Advice)}
 	out.StartedAt.Time = tl.Start
+	out.Pod = tl.Pod
 	for _, s := range tl.Steps {
 		out.Steps = append(out.Steps, napwakev1alpha1.WakeStep{Name: s.Name, Milliseconds: s.Took.Milliseconds()})
 	}

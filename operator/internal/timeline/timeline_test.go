@@ -21,7 +21,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 func pod(created, scheduled, started, ready time.Duration) *corev1.Pod {
 	mt := func(d time.Duration) metav1.Time { return metav1.NewTime(at(d).Truncate(time.Second)) }
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: mt(created)},
+		ObjectMeta: metav1.ObjectMeta{Name: "api-7d9f-x2k", CreationTimestamp: mt(created)},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", ReadinessProbe: &corev1.Probe{InitialDelaySeconds: 2}}}},
 		Status: corev1.PodStatus{
 			Conditions: []corev1.PodCondition{
@@ -193,8 +193,17 @@ func TestStatusRecordsTheTimelineInMilliseconds(t *testing.T) {
 	if len(st.Steps) != 6 || st.Steps[4] != (napwakev1alpha1.WakeStep{Name: napwakev1alpha1.WakeStepReady, Milliseconds: 3000}) {
 		t.Errorf("steps %+v", st.Steps)
 	}
+	if st.Pod != "api-7d9f-x2k" {
+		t.Errorf("pod %q, want the wake's", st.Pod)
+	}
 	if st.Note != "" || !strings.Contains(st.Advice, "readiness probe") {
 		t.Errorf("note %q advice %q", st.Note, st.Advice)
+	}
+}
+
+func TestAPodOlderThanTheWakeIsNotNamed(t *testing.T) {
+	if st := Of(wake(pod(-time.Minute, -time.Minute, -time.Minute, -time.Minute))).Status(); st.Pod != "" {
+		t.Errorf("pod %q named, want none: its times are not the wake's", st.Pod)
 	}
 }
 
