@@ -14,8 +14,8 @@
 //	running    Ready                → Running written
 //
 // So the steps always add up to the total. A time that cannot be told (no
-// pod of this wake seen, a pod older than the wake, the operator restarted
-// between Resuming and the scale, a time earlier than the step before it
+// pod of this wake seen, a pod older than the wake, no scale the operator
+// wrote and remembers, a time earlier than the step before it
 // by a second or more) leaves its step out, and the next step runs from
 // the last time known; Note says which and why. The API keeps pod times and
 // status times in whole seconds, so a time up to a second before the one
@@ -102,7 +102,7 @@ func Of(in Input) Timeline {
 	points := []point{woken}
 	scaled := point{name: napwakev1alpha1.WakeStepScaled, at: in.ScaledAt}
 	if in.ScaledAt.IsZero() {
-		scaled.why = "the operator restarted before it wrote the scale"
+		scaled.why = "the operator wrote no scale it remembers (someone else scaled the target up, or the operator restarted mid-wake)"
 	}
 	points = append(points, scaled)
 	pp := podPoints(in.Pod, in.ResumedAt)

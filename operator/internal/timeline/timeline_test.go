@@ -94,7 +94,7 @@ func TestOf(t *testing.T) {
 			return in
 		}(),
 		want:    []step{{"woken", 40 * ms}, {"scheduled", 960 * ms}, {"started", time.Second}, {"ready", time.Second}, {"running", 2300 * ms}},
-		slowest: "running", note: "scaled: the operator restarted", total: 5300 * ms,
+		slowest: "running", note: "scaled: the operator wrote no scale it remembers", total: 5300 * ms,
 	}, {
 		name:    "a pod time seconds before the scale (a skewed kubelet clock) is left out, not negative",
 		in:      wake(pod(0, -3*time.Second, 2*time.Second, 3*time.Second)),
