@@ -341,7 +341,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 				// The wake's write records what the ended pause saved, so
 				// it counts once, whatever crashes after.
 				s.saved = savedBy(mw.Status.Pause, step.PausedFor, in.Now)
-				s.lastWake = wakeBegun(step)
+				s.lastWake = wakeBegun(step, in.Now)
 			}
 			if step.ResumeTook > 0 {
 				s.wakeDone(ctx, in.Now)

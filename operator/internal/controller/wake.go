@@ -48,10 +48,15 @@ func (w *wakeScales) take(key types.NamespacedName, resumedAt time.Time) time.Ti
 // written.
 type wakeScale struct{ resumedAt, at time.Time }
 
-// wakeBegun is status.lastWake for the wake step begins: its signal and
-// source, the rest filled in once it is Running.
-func wakeBegun(step decide.Step) *napwakev1alpha1.LastWakeStatus {
-	return &napwakev1alpha1.LastWakeStatus{StartedAt: metav1.NewTime(step.WokenAt), Source: step.Woken}
+// wakeBegun is status.lastWake for the wake step begins at now: its
+// signal and source, the rest filled in once it is Running. A signal with
+// no time of its own starts the wake now (startedAt is required).
+func wakeBegun(step decide.Step, now time.Time) *napwakev1alpha1.LastWakeStatus {
+	at := step.WokenAt
+	if at.IsZero() {
+		at = now
+	}
+	return &napwakev1alpha1.LastWakeStatus{StartedAt: metav1.NewTime(at), Source: step.Woken}
 }
 
 // scaledUp notes that the scale of the wake under way was written now.

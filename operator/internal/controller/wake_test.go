@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/decide"
 )
 
 // TestAWakeWritesItsTimelineAndObservesEachStepOnce wakes a paused
@@ -110,5 +111,13 @@ func TestAWakeWritesItsTimelineAndObservesEachStepOnce(t *testing.T) {
 		if n := m.GetHistogram().GetSampleCount(); n != 1 {
 			t.Errorf("wake_step_seconds{step=%s} has %d observations, want 1", s, n)
 		}
+	}
+}
+
+func TestAWakeWithNoSignalTimeStartsItsTimelineNow(t *testing.T) {
+	now := time.Date(2026, 10, 27, 14, 30, 0, 0, time.UTC)
+	w := wakeBegun(decide.Step{Woken: napwakev1alpha1.SourceSchedule}, now)
+	if !w.StartedAt.Time.Equal(now) || w.Source != napwakev1alpha1.SourceSchedule {
+		t.Errorf("lastWake %+v, want it started now by the schedule", w)
 	}
 }
