@@ -216,6 +216,7 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 			r.taught.Delete(req.NamespacedName)
 			r.superseded.forget(req.NamespacedName)
 			r.forgetWarnings(req.NamespacedName)
+			r.wakeScales.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -478,6 +479,7 @@ func (s *run) record(step decide.Step) {
 	if step.ResumeTook > 0 {
 		m.RecordResumed(s.mw.UID, step.ResumeTook)
 		m.RecordWakeSteps(s.mw.Status.LastWake)
+		s.r.wakeScales.forget(client.ObjectKeyFromObject(s.mw))
 	}
 	if step.Event.Reason != "" {
 		msg := step.Event.Message

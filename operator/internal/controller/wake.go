@@ -34,15 +34,19 @@ func (w *wakeScales) set(key types.NamespacedName, resumedAt, at time.Time) {
 	w.m.Store(key, wakeScale{resumedAt: resumedAt, at: at})
 }
 
-// take returns and forgets when the scale of key's wake that began at
-// resumedAt was written; zero when not known.
-func (w *wakeScales) take(key types.NamespacedName, resumedAt time.Time) time.Time {
-	v, ok := w.m.LoadAndDelete(key)
+// get returns when the scale of key's wake that began at resumedAt was
+// written; zero when not known.
+func (w *wakeScales) get(key types.NamespacedName, resumedAt time.Time) time.Time {
+	v, ok := w.m.Load(key)
 	if sc, _ := v.(wakeScale); ok && sc.resumedAt.Equal(resumedAt) {
 		return sc.at
 	}
 	return time.Time{}
 }
+
+// forget drops key's entry: once its wake's Running is written (a write
+// that fails keeps it for the retry), or the ManagedWorkload is gone.
+func (w *wakeScales) forget(key types.NamespacedName) { w.m.Delete(key) }
 
 // wakeScale is when the scale of the wake that began at resumedAt was
 // written.
@@ -80,7 +84,7 @@ func (s *run) wakeDone(ctx context.Context, now time.Time) {
 	} else {
 		in.Source = st.LastActivitySource
 	}
-	in.ScaledAt = s.r.wakeScales.take(client.ObjectKeyFromObject(s.mw), st.ResumedAt.Time)
+	in.ScaledAt = s.r.wakeScales.get(client.ObjectKeyFromObject(s.mw), st.ResumedAt.Time)
 	pod, err := firstReadyPod(ctx, s.r.APIReader, s.mw.Namespace, s.t, st.ResumedAt.Time)
 	if err != nil {
 		// The timeline never holds a wake up: it goes without its pod.

@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
@@ -119,5 +120,25 @@ func TestAWakeWithNoSignalTimeStartsItsTimelineNow(t *testing.T) {
 	w := wakeBegun(decide.Step{Woken: napwakev1alpha1.SourceSchedule}, now)
 	if !w.StartedAt.Time.Equal(now) || w.Source != napwakev1alpha1.SourceSchedule {
 		t.Errorf("lastWake %+v, want it started now by the schedule", w)
+	}
+}
+
+func TestWakeScalesKeepsAScaleForItsOwnWakeUntilForgotten(t *testing.T) {
+	var w wakeScales
+	key := types.NamespacedName{Namespace: "ns", Name: "api"}
+	resumed := time.Date(2026, 10, 27, 14, 30, 0, 0, time.UTC)
+	w.set(key, resumed, resumed.Add(60*time.Millisecond))
+	if got := w.get(key, resumed.Add(time.Hour)); !got.IsZero() {
+		t.Errorf("another wake's scale %v, want none", got)
+	}
+	// A Running write that failed asks again: the time is still there.
+	for range 2 {
+		if got := w.get(key, resumed); !got.Equal(resumed.Add(60 * time.Millisecond)) {
+			t.Errorf("scale %v, want 60 ms after the wake began", got)
+		}
+	}
+	w.forget(key)
+	if got := w.get(key, resumed); !got.IsZero() {
+		t.Errorf("scale %v after forget, want none", got)
 	}
 }
