@@ -334,6 +334,74 @@ type SavingsStatus struct {
 	Since *metav1.Time `json:"since,omitempty"`
 }
 
+// WakeStepName names one step of a wake's timeline (docs/pause.md#where-a-wakes-time-went).
+// +kubebuilder:validation:Enum=woken;scaled;scheduled;started;ready;running
+type WakeStepName string
+
+// The steps of a wake, in order; each runs from the end of the one before.
+const (
+	// WakeStepWoken: the waking signal fired → the operator wrote Resuming.
+	WakeStepWoken WakeStepName = "woken"
+	// WakeStepScaled: Resuming written → the target's scale written.
+	WakeStepScaled WakeStepName = "scaled"
+	// WakeStepScheduled: scale written → the first new pod's PodScheduled.
+	WakeStepScheduled WakeStepName = "scheduled"
+	// WakeStepStarted: scheduled → its containers started, the image pull
+	// included (a pod's status records no time for the pull alone).
+	WakeStepStarted WakeStepName = "started"
+	// WakeStepReady: containers started → the pod's Ready condition.
+	WakeStepReady WakeStepName = "ready"
+	// WakeStepRunning: the pod Ready → the operator saw it and wrote Running.
+	WakeStepRunning WakeStepName = "running"
+)
+
+// WakeStep is how long one step of a wake took.
+type WakeStep struct {
+	// Name is the step.
+	Name WakeStepName `json:"name"`
+	// Milliseconds is how long it took; pod times are whole seconds, so
+	// the steps between them are too.
+	// +kubebuilder:validation:Minimum=0
+	Milliseconds int64 `json:"milliseconds"`
+}
+
+// LastWakeStatus is the timeline of the last wake, written as it begins
+// (startedAt and source) and completed when the phase becomes Running.
+type LastWakeStatus struct {
+	// StartedAt is when the waking signal fired.
+	StartedAt metav1.Time `json:"startedAt"`
+	// Source is the activity source that woke it, as lastActivitySource.
+	// +kubebuilder:validation:MaxLength=63
+	Source string `json:"source"`
+	// Pod names the wake's first Ready pod, whose times the pod's steps
+	// are; its events (the image's Pulled) tell more.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// TotalMilliseconds is startedAt → Running; 0 while the wake is under
+	// way.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TotalMilliseconds int64 `json:"totalMilliseconds,omitempty"`
+	// Steps are the steps known, in order; one that could not be told is
+	// left out and Note says why.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Steps []WakeStep `json:"steps,omitempty"`
+	// Slowest is the step that took longest.
+	// +optional
+	Slowest WakeStepName `json:"slowest,omitempty"`
+	// Advice says how the slowest step could be shortened.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Advice string `json:"advice,omitempty"`
+	// Note says which steps are left out and why.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Note string `json:"note,omitempty"`
+}
+
 // ManagedWorkloadStatus is what Napwake observed and did.
 type ManagedWorkloadStatus struct {
 	// Phase is Running, Pausing, Paused or Resuming.
@@ -360,6 +428,9 @@ type ManagedWorkloadStatus struct {
 	// ResumedAt is when the last wake began (phase Resuming).
 	// +optional
 	ResumedAt *metav1.Time `json:"resumedAt,omitempty"`
+	// LastWake is where the last wake's time went.
+	// +optional
+	LastWake *LastWakeStatus `json:"lastWake,omitempty"`
 	// TurnedAway counts requests the doorman turned away in the current or
 	// last pause.
 	// +optional

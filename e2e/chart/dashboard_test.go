@@ -17,6 +17,7 @@ var napwakeMetrics = []string{
 	"napwake_operator_workloads", "napwake_operator_pauses_total", "napwake_operator_wakes_total",
 	"napwake_operator_resume_duration_seconds_bucket", "napwake_operator_paused_replica_seconds_total",
 	"napwake_operator_route_moves_total", "napwake_operator_route_move_seconds_bucket",
+	"napwake_operator_wake_step_seconds_bucket", "napwake_operator_wake_step_seconds_sum", "napwake_operator_wake_step_seconds_count",
 	"napwake_doorman_wakes_total", "napwake_doorman_wait_seconds_bucket", "napwake_doorman_held_connections",
 	"napwake_doorman_passing_connections", "napwake_doorman_rejections_total",
 	"napwake_operator_workload_phase", "napwake_operator_workload_last_wake_duration_seconds",
@@ -96,6 +97,7 @@ func TestTheGrafanaDashboardIsValidAndReadsOnlyRealMetrics(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Workloads by phase", "Doorman wakes by result", "Doorman wait (held → passed on)", "Resume duration (wake → first Ready pod)", "Replica-hours saved",
+		"Wake step duration p90, by step", "Mean time per wake, by step (24h)",
 		"Phase by workload", "Last wake duration by workload", "Cold starts seen by people, per hour", "Requests turned away, per 15 minutes", "Replica-hours saved by workload"} {
 		if !slices.Contains(titles, want) {
 			t.Errorf("no %q panel among %q", want, titles)

@@ -388,15 +388,9 @@ func scenarioOperatorRestartMidPause(ctx context.Context, ns string) {
 
 // scenarioKubectlPlugin (9): kubectl napwake status, wake --wait and pause --wait.
 func scenarioKubectlPlugin(ctx context.Context, ns string) {
-	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
-	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	run := kubectlNapwake(ctx, ns)
 	app := optedIn("cli", ns, 1, longIdle)
 	deployRunning(ctx, app)
-	run := func(args ...string) string {
-		out, err := exec.CommandContext(ctx, plugin, append(args, "-n", ns)...).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		return string(out)
-	}
 	out := run("pause", app.Name, "--wait", "--timeout", "2m")
 	Expect(out).To(ContainSubstring("Paused"))
 	Expect(fw.Phase(ctx, ns, app.Name)).To(Equal(napwakev1alpha1.PhasePaused))
@@ -406,6 +400,18 @@ func scenarioKubectlPlugin(ctx context.Context, ns string) {
 	out = run("wake", app.Name, "--wait", "--timeout", "2m")
 	Expect(out).To(ContainSubstring("Running"))
 	Expect(fw.Phase(ctx, ns, app.Name)).To(Equal(napwakev1alpha1.PhaseRunning))
+}
+
+// kubectlNapwake runs the plugin hack/e2e.sh built in namespace ns,
+// failing the spec when it fails, and returns what it printed.
+func kubectlNapwake(ctx context.Context, ns string) func(args ...string) string {
+	plugin := os.Getenv("NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	Expect(plugin).NotTo(BeEmpty(), "hack/e2e.sh sets NAPWAKE_E2E_KUBECTL_NAPWAKE")
+	return func(args ...string) string {
+		out, err := exec.CommandContext(ctx, plugin, append(args, "-n", ns)...).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		return string(out)
+	}
 }
 
 // scenarioDoormanUpgrade (10): upgrading only the doorman's image with Helm

@@ -205,12 +205,16 @@ func (s *session) get(ctx context.Context, key client.ObjectKey) (*napwakev1alph
 	return mw, nil
 }
 
-// eventsAbout lists the events on mw and on its target workload.
+// eventsAbout lists the events on mw, on its target workload, and on the
+// pod of its last wake.
 func (s *session) eventsAbout(ctx context.Context, mw *napwakev1alpha1.ManagedWorkload) ([]corev1.Event, error) {
 	var all []corev1.Event
 	names := []string{mw.Name}
 	if mw.Spec.TargetRef.Name != mw.Name {
 		names = append(names, mw.Spec.TargetRef.Name)
+	}
+	if w := mw.Status.LastWake; w != nil && w.Pod != "" {
+		names = append(names, w.Pod) // its image's Pulled, for the wake's timeline
 	}
 	for _, n := range names {
 		var l corev1.EventList

@@ -18,7 +18,8 @@ import (
 const maxEvents = 10
 
 // Describe renders `kubectl napwake describe`: the workload's clock (last
-// activity, its source, when it pauses or who keeps it awake), its routes
+// activity, its source, when it pauses or who keeps it awake), the last
+// wake's timeline, its routes
 // and doorman ports, why it is not routed, its dependencies and its recent
 // events. It knows nothing of the dependencies' own state; DescribeWith does.
 func Describe(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []corev1.Event, o Options) {
@@ -87,6 +88,7 @@ func DescribeWith(w io.Writer, mw *napwakev1alpha1.ManagedWorkload, events []cor
 	}
 	clock.add(txt("Last resumed:"), txt(agoStamp(o, s.ResumedAt)))
 	clock.write(w, o)
+	describeLastWake(w, mw, events, o)
 
 	fmt.Fprintln(w, "Routes:")
 	var routes []napwakev1alpha1.Route

@@ -79,6 +79,14 @@ func fleet() ([]napwakev1alpha1.ManagedWorkload, []corev1.Event) {
 	// An old pause's count must not show as this pause's.
 	web.Status.Pause = &napwakev1alpha1.PauseStatus{StartedAt: at(-3 * time.Hour), Replicas: 1, Reason: napwakev1alpha1.PauseIdle}
 	web.Status.TurnedAway = &napwakev1alpha1.TurnedAwayStatus{PausedAt: at(-3 * time.Hour), Requests: 9}
+	web.Status.LastWake = &napwakev1alpha1.LastWakeStatus{StartedAt: at(-45 * time.Minute), Source: napwakev1alpha1.SourceWakeRequested,
+		TotalMilliseconds: 4100, Slowest: napwakev1alpha1.WakeStepReady, Steps: []napwakev1alpha1.WakeStep{
+			{Name: napwakev1alpha1.WakeStepWoken, Milliseconds: 40}, {Name: napwakev1alpha1.WakeStepScaled, Milliseconds: 60},
+			{Name: napwakev1alpha1.WakeStepScheduled, Milliseconds: 900}, {Name: napwakev1alpha1.WakeStepStarted, Milliseconds: 1000},
+			{Name: napwakev1alpha1.WakeStepReady, Milliseconds: 1800}, {Name: napwakev1alpha1.WakeStepRunning, Milliseconds: 300},
+		},
+		Pod:    "web-5c7b9-q4x2m",
+		Advice: "your readiness probe's first success came 1.8 s after the container started: lower `initialDelaySeconds` or `periodSeconds` (web: initialDelaySeconds 1, periodSeconds 2)"}
 	web.Status.Usage = &napwakev1alpha1.UsageStatus{IdleMilliCPU: 28, BusyAboveMilliCPU: 42, HourlyLows: []int64{30, -1, 28, 29}, Hour: atp(-30 * time.Minute)}
 	web.Status.Conditions = []metav1.Condition{{Type: napwakev1alpha1.ConditionWakeOnRequest, Status: metav1.ConditionFalse, Reason: napwakev1alpha1.ReasonNotPaused,
 		Message: napwakev1alpha1.CarriedOverPrefix + "Service web is also served by pods of Deployment legacy", LastTransitionTime: at(-45 * time.Minute)}}
@@ -107,6 +115,11 @@ func fleet() ([]napwakev1alpha1.ManagedWorkload, []corev1.Event) {
 			Message: "Paused after 30m idle; 3 replicas kept", LastTimestamp: at(-2 * time.Hour)},
 		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "preview-42", Name: "api"}, Reason: napwakev1alpha1.EventWaking, Type: corev1.EventTypeNormal,
 			Message: "Woken by a request from 10.0.0.7", LastTimestamp: at(-5 * time.Hour)},
+		// The kubelet's word on the web wake pod's image.
+		{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "preview-42", Name: "web-5c7b9-q4x2m"}, Reason: "Pulled", Type: corev1.EventTypeNormal,
+			Message: `Successfully pulled image "registry.example/web:1.4" in 640ms (640ms including waiting). Image size: 41234567 bytes.`, LastTimestamp: at(-45 * time.Minute)},
+		{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "preview-42", Name: "web-5c7b9-q4x2m"}, Reason: "Started", Type: corev1.EventTypeNormal,
+			Message: "Started container web", LastTimestamp: at(-45 * time.Minute)},
 		// Another namespace's workload of the same name is not this one.
 		{InvolvedObject: corev1.ObjectReference{Kind: "ManagedWorkload", Namespace: "other", Name: "api"}, Reason: napwakev1alpha1.EventInvalidSetting, Type: corev1.EventTypeWarning,
 			Message: "not ours", LastTimestamp: at(-1 * time.Minute)},

@@ -145,7 +145,7 @@ func Status(w io.Writer, mws []napwakev1alpha1.ManagedWorkload, events []corev1.
 		return
 	}
 	t := table{}
-	header := []string{"NAME", "PHASE", "TARGET", "REPLICAS KEPT", "IDLE/PAUSED FOR", "LAST WOKEN BY", "RESUMED"}
+	header := []string{"NAME", "PHASE", "TARGET", "REPLICAS KEPT", "IDLE/PAUSED FOR", "LAST WOKEN BY", "RESUMED", "LAST WAKE"}
 	if o.Wide {
 		header = append(header, "WAKE", "PAUSES IN", "ROUTES", "TURNED AWAY")
 	}
@@ -236,6 +236,7 @@ func statusRow(mw *napwakev1alpha1.ManagedWorkload, depth int, o Options) []cell
 		txt(forDur),
 		txt(orDash(s.LastActivitySource)),
 		txt(resumed),
+		txt(LastWakeTotal(mw)),
 	}
 	if o.Wide {
 		pausesIn := "-"

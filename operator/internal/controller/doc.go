@@ -27,6 +27,9 @@
 //     package workload), read and scaled through its scale subresource.
 //   - usage.go: the Usage and Queries signals' interfaces, and Usage from
 //     metrics.k8s.io, judged against the idle level package idlelevel learns.
+//   - wake.go: a wake's timeline (status.lastWake): its signal as it
+//     begins, its scale's time, and its first Ready pod read as it becomes
+//     Running, worked out by package timeline.
 //   - router.go: the Router interface, the seam to package routing.
 //   - dependencies.go: the dependency graph (package deps) fed from the
 //     ManagedWorkload and Namespace informers, a new wake's plan enqueued,

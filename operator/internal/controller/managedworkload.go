@@ -33,6 +33,7 @@ import (
 	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/metrics"
 	"napwake.dev/operator/internal/quiesce"
+	"napwake.dev/operator/internal/timeline"
 	"napwake.dev/operator/internal/workload"
 )
 
@@ -104,6 +105,8 @@ type ManagedWorkloadReconciler struct {
 	// warned remembers the InvalidSetting warnings given (key and kind →
 	// message), so each is given once (warnings.go).
 	warned sync.Map
+	// wakeScales remembers when each wake's scale was written (wake.go).
+	wakeScales wakeScales
 }
 
 var _ reconcile.Reconciler = (*ManagedWorkloadReconciler)(nil)
@@ -213,6 +216,7 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 			r.taught.Delete(req.NamespacedName)
 			r.superseded.forget(req.NamespacedName)
 			r.forgetWarnings(req.NamespacedName)
+			r.wakeScales.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -280,6 +284,9 @@ type run struct {
 	// once quietAutoscalers ran with autoscalersPaused; nil before.
 	autoscalers       *quiesce.Condition
 	autoscalersPaused bool
+	// lastWake is status.lastWake for the next status write: a wake's
+	// signal as it begins, its timeline once Running (wake.go).
+	lastWake *napwakev1alpha1.LastWakeStatus
 	// cronJobs is the CronJobs condition for the next status write, once
 	// quietCronJobs ran; cronJobsOff says to drop it instead.
 	cronJobs    *quiesce.Condition
@@ -335,6 +342,10 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 				// The wake's write records what the ended pause saved, so
 				// it counts once, whatever crashes after.
 				s.saved = savedBy(mw.Status.Pause, step.PausedFor, in.Now)
+				s.lastWake = wakeBegun(step, in.Now)
+			}
+			if step.ResumeTook > 0 {
+				s.wakeDone(ctx, in.Now)
 			}
 			s.forecastStepped(in, step)
 			if err := s.patchStatus(ctx, step.State, sig); err != nil {
@@ -359,6 +370,9 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 				// Release them only after: the wake's count is the one the
 				// pause saved, whatever paused-replicas said meanwhile.
 				s.quietAutoscalers(ctx, false)
+			}
+			if step.Replicas > 0 {
+				s.scaledUp(r.Clock.Now())
 			}
 			ctrl.LoggerFrom(ctx).V(1).Info("Scaled target", "from", before, "to", step.Replicas)
 			s.t.replicas, s.live = step.Replicas, true
@@ -464,8 +478,14 @@ func (s *run) record(step decide.Step) {
 	}
 	if step.ResumeTook > 0 {
 		m.RecordResumed(s.mw.UID, step.ResumeTook)
+		m.RecordWakeSteps(s.mw.Status.LastWake)
+		s.r.wakeScales.forget(client.ObjectKeyFromObject(s.mw))
 	}
 	if step.Event.Reason != "" {
-		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", step.Event.Message)
+		msg := step.Event.Message
+		if sum := timeline.Summary(s.mw.Status.LastWake); step.ResumeTook > 0 && sum != "" {
+			msg += ", " + sum // recent wakes' totals stay in describe's events
+		}
+		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", msg)
 	}
 }

@@ -25,7 +25,7 @@ import (
 // The status of a ManagedWorkload has three writers, each owning its fields:
 //
 //   - this reconciler: phase, pause, lastActivity(Source), pauseAt,
-//     resumedAt, observedGeneration, dependencies (learned on the caller's
+//     resumedAt, lastWake, observedGeneration, dependencies (learned on the caller's
 //     reconcile's behalf by the callee's, see learn.go), and the
 //     TargetAvailable, ActivitySignals and Dependencies conditions;
 //   - the Router: status.doorman and the WakeOnRequest condition;
@@ -58,6 +58,9 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	if s.saved != nil {
 		mw.Status.Savings = addSavings(mw.Status.Savings, s.saved)
 	}
+	if s.lastWake != nil {
+		mw.Status.LastWake = s.lastWake
+	}
 	if s.fc != nil {
 		mw.Status.Forecast = s.fc.status()
 	}
@@ -80,7 +83,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
 	s.replaced(base.ResourceVersion)
-	s.usage, s.saved = nil, nil
+	s.usage, s.saved, s.lastWake = nil, nil, nil
 	s.forecastPersisted(s.r.Metrics)
 	if gitOpsWarned != "" {
 		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,

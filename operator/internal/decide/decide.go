@@ -420,7 +420,7 @@ func startWake(in Input, now time.Time, why signal) Step {
 	if why.at.After(next.LastActivity) {
 		next.LastActivity, next.LastActivitySource = why.at, why.source
 	}
-	return Step{Kind: PatchStatus, State: next, Woken: why.source, PausedFor: now.Sub(in.State.Pause.StartedAt.Time),
+	return Step{Kind: PatchStatus, State: next, Woken: why.source, WokenAt: why.at, PausedFor: now.Sub(in.State.Pause.StartedAt.Time),
 		Event: normal(napwakev1alpha1.EventWaking, "Waking, woken by "+why.who()+": restoring "+itoa(WantReplicas(in.State.Pause))+" replicas")}
 }
 

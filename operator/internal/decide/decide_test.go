@@ -347,6 +347,7 @@ func TestNext(t *testing.T) {
 				t.Helper()
 				wantWake(t, s, napwakev1alpha1.SourceScaled)
 				eq(t, s.State.LastActivity, t0)
+				eq(t, s.WokenAt, t0) // the wake's timeline starts at the signal
 			},
 		},
 		{

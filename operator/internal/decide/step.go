@@ -60,6 +60,9 @@ type Step struct {
 	Paused napwakev1alpha1.PauseReason
 	// Woken names the wake source when this step begins a wake, for metrics.
 	Woken string
+	// WokenAt is when the waking signal fired, with Woken: the start of
+	// the wake's timeline (status.lastWake).
+	WokenAt time.Time
 	// PausedFor is how long the ended pause lasted, with Woken.
 	PausedFor time.Duration
 	// ResumeTook is wake → Ready, when this step makes it Running.

@@ -1,7 +1,7 @@
 // Package metrics defines the operator's Prometheus metrics
 // (docs/design/components.md#metrics): workloads by phase, pauses by
 // reason, wakes by source, resume
-// duration from wake to Ready, the replica-seconds pauses saved, the
+// duration from wake to Ready, each wake step's duration, the replica-seconds pauses saved, the
 // forecast's figures (docs/design/schedules-forecast.md#its-figures), and
 // per-ManagedWorkload series (workload.go, docs/metrics.md). Labels are
 // bounded: phases, pause reasons, forecast modes and activity sources are
@@ -36,6 +36,10 @@ type Metrics struct {
 	Wakes *prometheus.CounterVec
 	// ResumeSeconds is the time from a wake to a Ready pod.
 	ResumeSeconds prometheus.Histogram
+	// WakeStepSeconds is how long each step of a wake took, by step
+	// (status.lastWake's steps: woken, scaled, scheduled, started, ready,
+	// running), observed once per wake as it becomes Running.
+	WakeStepSeconds *prometheus.HistogramVec
 	// PausedReplicaSeconds is the pod-time Napwake saved: each pause's
 	// saved replicas times its length so far, pauses under way included.
 	PausedReplicaSeconds *Saved
@@ -68,6 +72,13 @@ func New() *Metrics {
 			// 0.5 s to about 17 min: images pull and apps start in seconds to minutes.
 			Buckets: prometheus.ExponentialBuckets(0.5, 2, 12),
 		}),
+		WakeStepSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "napwake_operator_wake_step_seconds",
+			Help: "Time each step of a wake took, by step: woken, scaled, scheduled, started, ready, running.",
+			// 10 ms to about 10 min: the operator's steps take milliseconds,
+			// an image pull or an app's start seconds to minutes.
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 13),
+		}, []string{"step"}),
 		PausedReplicaSeconds: newSaved(),
 		RouteMoves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "napwake_operator_route_moves_total",
@@ -90,7 +101,7 @@ func New() *Metrics {
 // per-workload series read reader too, timed by clk.
 func (m *Metrics) Register(reg prometheus.Registerer, reader client.Reader, clk clock.PassiveClock) error {
 	m.PausedReplicaSeconds.watch(reader, clk)
-	cs := append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds,
+	cs := append([]prometheus.Collector{m.Pauses, m.Wakes, m.ResumeSeconds, m.WakeStepSeconds, m.PausedReplicaSeconds, m.RouteMoves, m.RouteMoveSeconds,
 		&phases{reader: reader}, buildinfo.Collector(version.Get("napwake-operator"))}, m.Forecast.collectors()...)
 	if m.Workloads != nil {
 		m.Workloads.watch(reader, clk)
@@ -128,6 +139,17 @@ func (m *Metrics) RecordWake(source string, pause PauseKey, replicas int32, paus
 func (m *Metrics) RecordResumed(uid types.UID, took time.Duration) {
 	m.ResumeSeconds.Observe(took.Seconds())
 	m.Workloads.resumed(uid, took)
+}
+
+// RecordWakeSteps observes each step of a completed wake's timeline w;
+// nothing for nil or a wake still under way.
+func (m *Metrics) RecordWakeSteps(w *napwakev1alpha1.LastWakeStatus) {
+	if w == nil || w.TotalMilliseconds == 0 {
+		return
+	}
+	for _, s := range w.Steps {
+		m.WakeStepSeconds.WithLabelValues(string(s.Name)).Observe(float64(s.Milliseconds) / 1000)
+	}
 }
 
 var phaseDesc = prometheus.NewDesc("napwake_operator_workloads",

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 )
@@ -25,6 +26,8 @@ func TestMetricsAreNamedAsDesigned(t *testing.T) {
 		{m.Wakes, `variableLabels: {source}`},
 		{m.Wakes, `fqName: "napwake_operator_wakes_total"`},
 		{m.ResumeSeconds, `fqName: "napwake_operator_resume_duration_seconds"`},
+		{m.WakeStepSeconds, `fqName: "napwake_operator_wake_step_seconds"`},
+		{m.WakeStepSeconds, `variableLabels: {step}`},
 		{m.RouteMoves, `fqName: "napwake_operator_route_moves_total"`},
 		{m.RouteMoves, `variableLabels: {result}`},
 		{m.RouteMoveSeconds, `fqName: "napwake_operator_route_move_seconds"`},
@@ -100,5 +103,28 @@ func TestEveryMetricPassesPromlint(t *testing.T) {
 	}
 	if n, _ := testutil.GatherAndCount(reg, "napwake_build_info"); n != 1 {
 		t.Errorf("napwake_build_info: %d series, want 1", n)
+	}
+}
+
+func TestRecordWakeStepsObservesEachStepOnceAWake(t *testing.T) {
+	m := New()
+	w := &napwakev1alpha1.LastWakeStatus{Source: "request", TotalMilliseconds: 5300, Steps: []napwakev1alpha1.WakeStep{
+		{Name: napwakev1alpha1.WakeStepWoken, Milliseconds: 40}, {Name: napwakev1alpha1.WakeStepScaled, Milliseconds: 60},
+		{Name: napwakev1alpha1.WakeStepReady, Milliseconds: 3000}, {Name: napwakev1alpha1.WakeStepRunning, Milliseconds: 2200},
+	}}
+	m.RecordWakeSteps(w)
+	m.RecordWakeSteps(&napwakev1alpha1.LastWakeStatus{Source: "request"}) // under way: nothing
+	m.RecordWakeSteps(nil)
+	if n := testutil.CollectAndCount(m.WakeStepSeconds); n != 4 {
+		t.Errorf("%d step series, want 4", n)
+	}
+	for _, s := range w.Steps {
+		var got dto.Metric
+		if err := m.WakeStepSeconds.WithLabelValues(string(s.Name)).(prometheus.Metric).Write(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got := got.GetHistogram().GetSampleCount(); got != 1 {
+			t.Errorf("step %s observed %d times, want 1", s.Name, got)
+		}
 	}
 }

@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
+	"napwake.dev/operator/internal/decide"
+)
+
+// TestAWakeWritesItsTimelineAndObservesEachStepOnce wakes a paused
+// workload by a request and plays the kubelet (envtest has none): it
+// creates the wake's pod, with a readiness probe, and writes the
+// PodScheduled and Ready conditions and the container's startedAt as a
+// kubelet would, 1, 2 and 5 s into the wake. The fake clock starts 30 s
+// behind the API server's, so the pod the API server stamps is newer than
+// the wake, as it is in a cluster.
+func TestAWakeWritesItsTimelineAndObservesEachStepOnce(t *testing.T) {
+	f := newFixture(t, 0)
+	f.clock.SetTime(time.Now().UTC().Truncate(time.Second).Add(-30 * time.Second))
+	f.reconcile()
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhasePaused {
+		t.Fatalf("phase %q, want Paused", p)
+	}
+
+	f.clock.Step(2 * time.Second)
+	signal := f.clock.Now()
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastRequest, f.stamp())
+	f.clock.Step(300 * time.Millisecond) // Resuming is written 300 ms after the request, the scale with it
+	f.reconcile()
+	mw := f.managedWorkload()
+	if mw.Status.Phase != napwakev1alpha1.PhaseResuming || mw.Status.LastWake == nil {
+		t.Fatalf("phase %q lastWake %+v, want Resuming with the wake's start", mw.Status.Phase, mw.Status.LastWake)
+	}
+	if w := mw.Status.LastWake; !w.StartedAt.Time.Equal(signal) || w.Source != napwakev1alpha1.SourceRequest || w.TotalMilliseconds != 0 {
+		t.Errorf("lastWake as the wake begins %+v, want the request at %v, under way", w, signal)
+	}
+	resumed := mw.Status.ResumedAt.Time
+
+	// The kubelet's part: the pod, then its times.
+	pod := podFor(f.ns)
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{InitialDelaySeconds: 3, PeriodSeconds: 5,
+		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+	must(t, k8s.Create(f.ctx, pod))
+	kubelet := func(d time.Duration) metav1.Time { return metav1.NewTime(resumed.Add(d)) }
+	pod.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: kubelet(1 * time.Second)},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: kubelet(5 * time.Second)},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: kubelet(5 * time.Second)},
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.invalid/app:1", ImageID: "registry.invalid/app@sha256:0", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: kubelet(2 * time.Second)}}}}
+	must(t, k8s.Status().Update(f.ctx, pod))
+	f.clock.SetTime(resumed.Add(5500 * time.Millisecond))
+	f.setPods(1, 1)
+	f.reconcile()
+
+	mw = f.managedWorkload()
+	w := mw.Status.LastWake
+	if mw.Status.Phase != napwakev1alpha1.PhaseRunning || w == nil {
+		t.Fatalf("phase %q lastWake %+v, want Running with a timeline", mw.Status.Phase, w)
+	}
+	if want := f.clock.Now().Sub(signal).Milliseconds(); w.TotalMilliseconds != want {
+		t.Errorf("total %d ms, want signal → Running, %d ms", w.TotalMilliseconds, want)
+	}
+	order := []napwakev1alpha1.WakeStepName{napwakev1alpha1.WakeStepWoken, napwakev1alpha1.WakeStepScaled, napwakev1alpha1.WakeStepScheduled,
+		napwakev1alpha1.WakeStepStarted, napwakev1alpha1.WakeStepReady, napwakev1alpha1.WakeStepRunning}
+	if len(w.Steps) != len(order) {
+		t.Fatalf("steps %+v (note %q), want %v", w.Steps, w.Note, order)
+	}
+	var sum int64
+	for i, s := range w.Steps {
+		if s.Name != order[i] {
+			t.Errorf("step %d is %s, want %s", i, s.Name, order[i])
+		}
+		if s.Milliseconds < 0 || s.Milliseconds > w.TotalMilliseconds {
+			t.Errorf("step %s took %d ms, not within the total %d ms", s.Name, s.Milliseconds, w.TotalMilliseconds)
+		}
+		sum += s.Milliseconds
+	}
+	if sum != w.TotalMilliseconds {
+		t.Errorf("steps add up to %d ms, want the total %d ms", sum, w.TotalMilliseconds)
+	}
+	if w.Slowest != napwakev1alpha1.WakeStepReady || w.Steps[4].Milliseconds != 3000 {
+		t.Errorf("slowest %s, ready %d ms; want ready, 3000 ms", w.Slowest, w.Steps[4].Milliseconds)
+	}
+	if want := "your readiness probe's first success came 3.0 s after the container started: lower `initialDelaySeconds` or `periodSeconds` (app: initialDelaySeconds 3, periodSeconds 5)"; w.Advice != want {
+		t.Errorf("advice %q, want %q", w.Advice, want)
+	}
+	if w.Pod != pod.Name {
+		t.Errorf("pod %q, want the wake's %s", w.Pod, pod.Name)
+	}
+	if w.Note != "" {
+		t.Errorf("note %q, want every step known", w.Note)
+	}
+
+	f.wantEvent(napwakev1alpha1.EventRunning, "Running: a pod is Ready, 5.5 s after the request signal; slowest: ready, 3.0 s")
+
+	// One observation per step per wake: reconciling Running again adds none.
+	f.reconcile()
+	for _, s := range order {
+		var m dto.Metric
+		must(t, f.metrics.WakeStepSeconds.WithLabelValues(string(s)).(prometheus.Metric).Write(&m))
+		if n := m.GetHistogram().GetSampleCount(); n != 1 {
+			t.Errorf("wake_step_seconds{step=%s} has %d observations, want 1", s, n)
+		}
+	}
+}
+
+func TestAWakeWithNoSignalTimeStartsItsTimelineNow(t *testing.T) {
+	now := time.Date(2026, 10, 27, 14, 30, 0, 0, time.UTC)
+	w := wakeBegun(decide.Step{Woken: napwakev1alpha1.SourceSchedule}, now)
+	if !w.StartedAt.Time.Equal(now) || w.Source != napwakev1alpha1.SourceSchedule {
+		t.Errorf("lastWake %+v, want it started now by the schedule", w)
+	}
+}
+
+func TestWakeScalesKeepsAScaleForItsOwnWakeUntilForgotten(t *testing.T) {
+	var w wakeScales
+	key := types.NamespacedName{Namespace: "ns", Name: "api"}
+	resumed := time.Date(2026, 10, 27, 14, 30, 0, 0, time.UTC)
+	w.set(key, resumed, resumed.Add(60*time.Millisecond))
+	if got := w.get(key, resumed.Add(time.Hour)); !got.IsZero() {
+		t.Errorf("another wake's scale %v, want none", got)
+	}
+	// A Running write that failed asks again: the time is still there.
+	for range 2 {
+		if got := w.get(key, resumed); !got.Equal(resumed.Add(60 * time.Millisecond)) {
+			t.Errorf("scale %v, want 60 ms after the wake began", got)
+		}
+	}
+	w.forget(key)
+	if got := w.get(key, resumed); !got.IsZero() {
+		t.Errorf("scale %v after forget, want none", got)
+	}
+}
