@@ -79,8 +79,8 @@ func (s *run) wakeDone(ctx context.Context, now time.Time) {
 		return
 	}
 	in := timeline.Input{ResumedAt: st.ResumedAt.Time, RunningAt: now}
-	if w := st.LastWake; w != nil && w.TotalMilliseconds == 0 && !w.StartedAt.After(st.ResumedAt.Time) {
-		in.Source, in.SignalAt = w.Source, w.StartedAt.Time
+	if at, ok := wakeSignal(st.LastWake, st.ResumedAt.Time); ok {
+		in.Source, in.SignalAt = st.LastWake.Source, at
 	} else {
 		in.Source = st.LastActivitySource
 	}
@@ -92,6 +92,21 @@ func (s *run) wakeDone(ctx context.Context, now time.Time) {
 	}
 	in.Pod = pod
 	s.lastWake = timeline.Of(in).Status()
+}
+
+// wakeSignal is when the signal of the wake begun at resumedAt fired, from
+// the status.lastWake its first write recorded; ok is false when w is not
+// that wake's (none, or one already complete). The signal may read up to a
+// second after resumedAt: the doorman stamps by the API server's clock
+// read from a Date header, never early but up to a second late
+// (docs/design/time.md#clocks-that-are-off), and the operator cuts
+// resumedAt to the second;
+// timeline.Of counts such a signal as the wake's start.
+func wakeSignal(w *napwakev1alpha1.LastWakeStatus, resumedAt time.Time) (time.Time, bool) {
+	if w == nil || w.TotalMilliseconds != 0 || w.StartedAt.After(resumedAt.Add(time.Second)) {
+		return time.Time{}, false
+	}
+	return w.StartedAt.Time, true
 }
 
 // firstReadyPod is the target's Ready pod created at or after the wake

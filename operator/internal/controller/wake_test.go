@@ -142,3 +142,29 @@ func TestWakeScalesKeepsAScaleForItsOwnWakeUntilForgotten(t *testing.T) {
 		t.Errorf("scale %v after forget, want none", got)
 	}
 }
+
+// The wake's signal read back from status.lastWake: a doorman stamp reads
+// up to a second after the resumedAt the operator cut to the second (the
+// local cluster's wakes did, and lost their first step).
+func TestWakeSignalIsTheWakesOwnEvenADoormanSecondLate(t *testing.T) {
+	resumed := time.Date(2026, 12, 7, 4, 28, 6, 0, time.UTC)
+	begun := func(at time.Time, total int64) *napwakev1alpha1.LastWakeStatus {
+		return &napwakev1alpha1.LastWakeStatus{StartedAt: metav1.NewTime(at), Source: napwakev1alpha1.SourceRequest, TotalMilliseconds: total}
+	}
+	for _, tc := range []struct {
+		name string
+		w    *napwakev1alpha1.LastWakeStatus
+		ok   bool
+	}{
+		{"none recorded", nil, false},
+		{"the signal before the wake", begun(resumed.Add(-2*time.Second), 0), true},
+		{"the doorman's stamp a second late", begun(resumed.Add(time.Second), 0), true},
+		{"a signal later than any clock explains", begun(resumed.Add(2*time.Second), 0), false},
+		{"an earlier wake, complete", begun(resumed.Add(-time.Hour), 4200), false},
+	} {
+		at, ok := wakeSignal(tc.w, resumed)
+		if ok != tc.ok || (ok && !at.Equal(tc.w.StartedAt.Time)) {
+			t.Errorf("%s: wakeSignal = %v, %v; want ok %v", tc.name, at, ok, tc.ok)
+		}
+	}
+}
