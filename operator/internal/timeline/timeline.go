@@ -92,7 +92,9 @@ func Of(in Input) Timeline {
 	tl := Timeline{Source: in.Source, Start: in.ResumedAt, Slowest: -1}
 	woken := point{name: napwakev1alpha1.WakeStepWoken, why: "the waking signal's time is not known"}
 	if !in.SignalAt.IsZero() && !in.SignalAt.After(in.ResumedAt.Add(rounding)) {
-		tl.Start, woken.at = in.SignalAt, in.ResumedAt
+		// A signal read up to a second after resumedAt (the doorman's
+		// stamp, never early but up to a second late) is the same moment.
+		tl.Start, woken.at = minTime(in.SignalAt, in.ResumedAt), in.ResumedAt
 	}
 	if tl.Start.IsZero() || in.RunningAt.Before(tl.Start) {
 		tl.Notes = append(tl.Notes, "the wake's start is not known")
@@ -285,4 +287,12 @@ func clip(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:509], "") + "..."
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

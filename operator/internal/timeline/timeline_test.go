@@ -62,6 +62,16 @@ func TestOf(t *testing.T) {
 		slowest: "ready", advice: "your readiness probe's first success came 3.0 s after the container started: lower `initialDelaySeconds` or `periodSeconds` (app: initialDelaySeconds 2, periodSeconds 10)",
 		total: 5300 * ms,
 	}, {
+		// The doorman stamps by the API server's clock read from a Date
+		// header, up to a second late; resumedAt is cut to the second. The
+		// local cluster's wakes read so (signal 04:28:07, resumedAt
+		// 04:28:06), and lost their woken and scheduled steps.
+		name: "a signal a second after resumedAt starts the wake at resumedAt",
+		in: Input{Source: "request", SignalAt: at(time.Second), ResumedAt: at(0), ScaledAt: at(300 * ms),
+			RunningAt: at(4300 * ms), Pod: pod(0, 0, 2*time.Second, 4*time.Second)},
+		want:    []step{{"woken", 0}, {"scaled", 300 * ms}, {"scheduled", 0}, {"started", 1700 * ms}, {"ready", 2 * time.Second}, {"running", 300 * ms}},
+		slowest: "ready", advice: "readiness probe", total: 4300 * ms,
+	}, {
 		name:    "a slow image pull is the slowest step and the advice is about the image",
 		in:      wake(pod(0, 1*time.Second, 4*time.Second, 5*time.Second)),
 		want:    []step{{"woken", 40 * ms}, {"scaled", 60 * ms}, {"scheduled", 900 * ms}, {"started", 3 * time.Second}, {"ready", time.Second}, {"running", 300 * ms}},
