@@ -128,10 +128,16 @@ for name in "$@"; do
     *) die "unknown add-on $name (coredns, metrics-server, traefik, argo-rollouts)" ;;
   esac
   dir=$(napwake_cache)/$name-$version-$(go env GOVERSION)
+  mkdir -p "$dir"
+  exec 9>"$dir.lock" # one build per add-on and version at a time (build-binaries.sh says why)
+  if ! flock -n 9; then
+    info "      another build of $name $version is running; waiting for it to finish"
+    flock 9
+  fi
   if [ ! -x "$dir/$name" ]; then
     step "Building $name $version from source through the module proxy, once per version ($hint)"
     start=$(date +%s)
-    mkdir -p "$dir/.tmp"
+    rm -rf "$dir/.tmp"; mkdir -p "$dir/.tmp"
     with_progress "building $name" "build_${name//-/_}" "$dir"
     mv "$dir/.tmp/$name" "$dir/$name"
     rmdir "$dir/.tmp"

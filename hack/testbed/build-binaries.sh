@@ -65,6 +65,15 @@ done
 # their packages (client-go, apiserver, the kubelet's and controllers' pkg/),
 # and one build schedules all their compiles and links together on every
 # core instead of one command after another.
+# One build at a time per cache directory: a second caller (another
+# checkout's make, a helper's envtest) waits for the first and then finds
+# its binaries, rather than building the same tree beside it and removing
+# its temporary directory under it.
+exec 9>"$dir.lock"
+if ! flock -n 9; then
+  info "      another build into $dir is running; waiting for it to finish"
+  flock 9
+fi
 missing=(); pkgs=()
 for b in "${bins[@]}"; do
   [ -x "$dir/$b" ] && continue
