@@ -117,6 +117,22 @@ type ForecastStatus struct {
 	// would have taken).
 	// +optional
 	Last *ForecastAction `json:"last,omitempty"`
+	// NextPreWake is the next pre-wake the forecast plans within a week,
+	// where autoResume is on (in Observe mode, the one it would make):
+	// unset when none pays. A person who comes first calls it off.
+	// +optional
+	NextPreWake *ForecastPlan `json:"nextPreWake,omitempty"`
+}
+
+// ForecastPlan is one planned pre-wake.
+type ForecastPlan struct {
+	// Wake is when the workload is to be woken: the arrival less its p90
+	// resume time and a minute.
+	Wake metav1.Time `json:"wake"`
+	// Arrive is when the day's first person usually comes.
+	Arrive metav1.Time `json:"arrive"`
+	// GiveUp is until when it is held awake if nobody comes.
+	GiveUp metav1.Time `json:"giveUp"`
 }
 
 // ForecastFigures are the forecast's figures, counted since Since (the

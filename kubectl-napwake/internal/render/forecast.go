@@ -56,6 +56,8 @@ type ForecastView struct {
 	LastPerson *time.Time                       `json:"lastPerson,omitempty"`
 	Figures    *napwakev1alpha1.ForecastFigures `json:"figures,omitempty"`
 	Last       *napwakev1alpha1.ForecastAction  `json:"last,omitempty"`
+	// NextPreWake is the pre-wake the operator plans next (status.forecast.nextPreWake).
+	NextPreWake *napwakev1alpha1.ForecastPlan `json:"nextPreWake,omitempty"`
 	// NowSlot is the slot it is now.
 	NowSlot int `json:"nowSlot"`
 	now     time.Time
@@ -95,7 +97,7 @@ func ForecastOf(mw *napwakev1alpha1.ManagedWorkload, now time.Time) ForecastView
 	if lw, err := napwakev1alpha1.DecodeLastWeek(fs.LastWeek); err == nil {
 		v.LastWeek = marks(lw)
 	}
-	v.Figures, v.Last = fs.Figures, fs.Last
+	v.Figures, v.Last, v.NextPreWake = fs.Figures, fs.Last, fs.NextPreWake
 	return v
 }
 
@@ -146,6 +148,7 @@ func Forecast(w io.Writer, v ForecastView, o Options) {
 		fmt.Fprintf(w, "Last week: %d hits, %d misses, %d busy hours nobody came in.\n",
 			count(v.LastWeek, markHit), count(v.LastWeek, markMiss), count(v.LastWeek, markUnused))
 	}
+	nextPreWake(w, v)
 	figures(w, v)
 	if l := v.Last; l != nil {
 		fmt.Fprintf(w, "Latest: %s (%s ago).\n", clean(l.Message), since(v.now, &l.At.Time))
@@ -254,4 +257,22 @@ func sinceDate(t *metav1.Time) string {
 		return "the start"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// nextPreWake says when the forecast wakes the workload next, in its zone,
+// or that none is planned within a week (autoResume only: nothing else
+// pre-wakes).
+func nextPreWake(w io.Writer, v ForecastView) {
+	if !v.AutoResume {
+		return
+	}
+	p := v.NextPreWake
+	if p == nil {
+		fmt.Fprintln(w, "Next pre-wake: none planned within a week (no day's first arrival is regular enough to pay).")
+		return
+	}
+	loc := v.now.Location()
+	at := func(t metav1.Time) string { return t.In(loc).Format("Mon 15:04") }
+	fmt.Fprintf(w, "Next pre-wake: %s, for someone usually there by %s; held until %s if nobody comes.\n",
+		at(p.Wake), p.Arrive.In(loc).Format("15:04"), p.GiveUp.In(loc).Format("15:04"))
 }

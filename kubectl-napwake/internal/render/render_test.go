@@ -206,6 +206,9 @@ func withForecast(mw napwakev1alpha1.ManagedWorkload, hours int64, fig *napwakev
 		Last: &napwakev1alpha1.ForecastAction{Action: napwakev1alpha1.ForecastActionHold, Slot: at(-30 * time.Minute), At: at(-20 * time.Minute),
 			Message: "held awake in Tue 15:00 (0.80 over 4.2 weeks; a person 1h10m0s ago)"},
 	}
+	if fig != nil {
+		mw.Status.Forecast.NextPreWake = &napwakev1alpha1.ForecastPlan{Wake: at(17*time.Hour + 26*time.Minute), Arrive: at(17*time.Hour + 30*time.Minute), GiveUp: at(17*time.Hour + 55*time.Minute)}
+	}
 	return mw
 }
 

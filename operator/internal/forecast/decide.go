@@ -89,6 +89,34 @@ func (f *Forecast) PreWake(t time.Time) Decision {
 		clock(t, f.loc), clock(p.arrive, f.loc), clock(p.giveUp, f.loc), weekdayName(day), clock(p.giveUp, f.loc), 100*p.p, p.weight, d.Lead, mins(f.set.cost())))
 }
 
+// NextPreWake is the next pre-wake the forecast plans from t on, within a
+// week, for `kubectl napwake forecast`: today's when nobody came yet and
+// its give-up time is still ahead, else the first day after today whose
+// plan pays, drawn from the arrivals known at t. false when none does
+// before the workload goes stale (StaleAfter without a person). A person
+// within 4 hours of a day's wake still calls it off when it comes
+// (PreWake). It brings the forecast up to t first.
+func (f *Forecast) NextPreWake(t time.Time) (wake, arrive, giveUp time.Time, ok bool) {
+	f.Advance(t)
+	today := f.day()
+	for day := today; day < today+7; day++ {
+		if day == today && f.arrivals[place(day)] < civil.MinutesPerDay {
+			continue // someone came today
+		}
+		p, pays := f.planDayKnown(day, today)
+		switch {
+		case !pays:
+			continue
+		case f.lastPerson.IsZero() || p.wake.Sub(f.lastPerson) >= StaleAfter:
+			return time.Time{}, time.Time{}, time.Time{}, false
+		case !t.Before(p.giveUp):
+			continue
+		}
+		return p.wake, p.arrive, p.giveUp, true
+	}
+	return time.Time{}, time.Time{}, time.Time{}, false
+}
+
 // Hold says whether a workload awake at t, idle for IdleAfter or more, is
 // not to be paused yet (autoResume): a pre-wake is waiting for its give-up
 // time, or staying up to the best hold pays. It brings the forecast up to t

@@ -304,3 +304,61 @@ func TestPrice(t *testing.T) {
 		t.Errorf("a 30-minute price holds: %s", d.Reason)
 	}
 }
+
+func TestNextPreWake(t *testing.T) {
+	begin := local(berlin, 2, 9, 0, 0)
+	for _, tc := range []struct {
+		name        string
+		days        int
+		at          time.Time
+		ok          bool
+		wake, until time.Time
+	}{
+		{"a new workload plans none", 0, local(berlin, 2, 9, 7, 0), false, time.Time{}, time.Time{}},
+		{"before the day's wake, today's", 22, local(berlin, 3, 3, 7, 0), true, local(berlin, 3, 3, 8, 58), local(berlin, 3, 3, 9, 1)},
+		{"between the wake and the give-up time, today's still", 22, local(berlin, 3, 3, 9, 0), true, local(berlin, 3, 3, 8, 58), local(berlin, 3, 3, 9, 1)},
+		{"past today's give-up time, tomorrow's", 22, local(berlin, 3, 3, 9, 30), true, local(berlin, 3, 4, 8, 58), local(berlin, 3, 4, 9, 1)},
+		{"on a Saturday, Monday's: nobody comes at weekends", 26, local(berlin, 3, 7, 7, 0), true, local(berlin, 3, 9, 8, 58), local(berlin, 3, 9, 9, 1)},
+		{"after a week off, none: untouched for 4 days", 22, local(berlin, 3, 10, 7, 0), false, time.Time{}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New(berlin, begin, Settings{IdleAfter: idle})
+			live(f, begin, tc.days, weekdays, officeDay)
+			wake, arrive, until, ok := f.NextPreWake(tc.at)
+			if ok != tc.ok || !wake.Equal(tc.wake) || !until.Equal(tc.until) {
+				t.Errorf("NextPreWake(%v) = wake %v until %v, %v; want wake %v until %v, %v", tc.at, wake, until, ok, tc.wake, tc.until, tc.ok)
+			}
+			if ok && arrive.Sub(wake) != f.Lead() {
+				t.Errorf("the wake comes %v before the arrival, want the lead %v", arrive.Sub(wake), f.Lead())
+			}
+			if !ok || tc.at.Before(wake) {
+				return
+			}
+			if d := f.PreWake(tc.at); !d.Act || !d.Until.Equal(until) {
+				t.Errorf("PreWake at %v disagrees: act %v until %v (%s)", tc.at, d.Act, d.Until, d.Reason)
+			}
+		})
+	}
+}
+
+// TestNextPreWakeReadsOnlyKnownDays: the arrival log's places of the days
+// to come still hold the entries of four weeks before them; a plan for a
+// day to come must not read them as if they were days just past.
+func TestNextPreWakeReadsOnlyKnownDays(t *testing.T) {
+	begin := local(berlin, 2, 9, 0, 0)
+	f := New(berlin, begin, Settings{IdleAfter: idle})
+	live(f, begin, 22, weekdays, officeDay)
+	f.Advance(local(berlin, 3, 3, 9, 30)) // Tuesday, past today's give-up time
+	today := f.day()
+	friday := today + 3
+	before, ok := f.planDayKnown(friday, today)
+	if !ok {
+		t.Fatal("no plan for Friday to compare with")
+	}
+	for d := today; d < friday; d++ {
+		f.arrivals[place(d)] = 5 * 60 // 05:00, as if from four weeks ago
+	}
+	if after, ok := f.planDayKnown(friday, today); !ok || after != before {
+		t.Errorf("Friday's plan read the places of the days to come: %+v, %v; want %+v", after, ok, before)
+	}
+}

@@ -112,10 +112,15 @@ type plan struct {
 // giveUp minutes that maximise the same price rule as a hold over all those
 // days, among those where, on the days nobody came before arrive, someone
 // came by giveUp with chance PreWakeSure or more; false when none pays.
-func (f *Forecast) planDay(day int64) (plan, bool) {
+func (f *Forecast) planDay(day int64) (plan, bool) { return f.planDayKnown(day, day) }
+
+// planDayKnown is planDay from the arrivals of the days before known only:
+// a day to come is planned from what is known today, not from the log's
+// entries of four weeks before it, which its place still holds.
+func (f *Forecast) planDayKnown(day, known int64) (plan, bool) {
 	wd := civil.Weekday(day)
-	var days []weighted                            // minute of arrival, or +Inf for nobody
-	for d := day - ArrivalDays + 1; d < day; d++ { // day-ArrivalDays shares today's place
+	var days []weighted                                        // minute of arrival, or +Inf for nobody
+	for d := day - ArrivalDays + 1; d < min(day, known); d++ { // day-ArrivalDays shares today's place
 		a := f.arrivals[place(d)]
 		w := dayWeight(wd, civil.Weekday(d), 0) * recency(day-d)
 		if a == arrivalUnknown || w == 0 {
