@@ -99,6 +99,11 @@ type ForecastStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	State string `json:"state,omitempty"`
+	// TimeZone is the zone State was learned in: UTC until spec.forecast
+	// names another, when what was learned moves to that zone.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
 	// LastWeek is, base64, 21 bytes of one bit per slot (Monday 00:00
 	// first, the high bit first) saying a person came in that slot's last
 	// hour, then 21 saying the forecast would have held a workload left
@@ -201,6 +206,24 @@ type ForecastTally struct {
 	// paused: a person before it is a regret.
 	// +optional
 	RegretBefore *metav1.Time `json:"regretBefore,omitempty"`
+	// Budget is the awake time maxExtraAwake is measured from, decayed
+	// over a week.
+	// +optional
+	Budget *AwakeBudget `json:"budget,omitempty"`
+}
+
+// AwakeBudget is the awake time the forecast added and the awake time
+// idleness alone used, each decayed over a week (a second a week ago
+// counts for 1/e of one now), as of At.
+type AwakeBudget struct {
+	// AddedSeconds is the awake time the forecast's holds and wakes added.
+	// +kubebuilder:validation:Minimum=0
+	AddedSeconds int64 `json:"addedSeconds"`
+	// IdleSeconds is the awake time idleness alone used.
+	// +kubebuilder:validation:Minimum=0
+	IdleSeconds int64 `json:"idleSeconds"`
+	// At is when the two were last brought up to date.
+	At metav1.Time `json:"at"`
 }
 
 // ForecastAction is one forecast action, with the event's text.

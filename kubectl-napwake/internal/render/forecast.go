@@ -75,6 +75,9 @@ func ForecastOf(mw *napwakev1alpha1.ManagedWorkload, now time.Time) ForecastView
 			v.TimeZone = f.TimeZone
 		}
 	}
+	if fs := mw.Status.Forecast; fs != nil && fs.TimeZone != "" {
+		v.TimeZone = fs.TimeZone // the zone its hours were learned in
+	}
 	loc, err := time.LoadLocation(v.TimeZone)
 	if err != nil {
 		loc, v.Problem = time.UTC, fmt.Sprintf("time zone %q is unknown here; hours are drawn in UTC", v.TimeZone)

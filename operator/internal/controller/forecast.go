@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,7 +45,12 @@ import (
 // forecastRun is one reconcile's forecast of one workload.
 type forecastRun struct {
 	spec napwakev1alpha1.ForecastSpec
-	f    *forecast.Forecast
+	// learnOnly says spec.forecast is unset: the forecast learns and
+	// counts but asks nothing and reports no metrics.
+	learnOnly bool
+	// now is the reconcile's time, for the next pre-wake.
+	now time.Time
+	f   *forecast.Forecast
 	week napwakev1alpha1.LastWeek
 	// fig and tally are the figures and what they wait on; base the figures
 	// as last persisted, for the metrics.
@@ -67,30 +73,35 @@ func (fc *forecastRun) mode() napwakev1alpha1.ForecastMode {
 }
 
 // loadForecast sets s.fc from spec.forecast and status.forecast, brought up
-// to now; nil when spec.forecast is unset or its zone unknown.
+// to now. Every workload learns (docs/forecast.md#what-it-keeps): with no
+// spec.forecast it learns in UTC and acts on nothing (learnOnly). s.fc is
+// nil only when spec.forecast.timeZone is unknown.
 func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	mw := s.mw
 	s.fc = nil
-	if mw.Spec.Forecast == nil {
-		return
+	var spec napwakev1alpha1.ForecastSpec
+	if mw.Spec.Forecast != nil {
+		spec = *mw.Spec.Forecast
 	}
-	spec := *mw.Spec.Forecast
-	zone := spec.TimeZone
-	if zone == "" {
-		zone = "UTC"
-	}
+	zone := cmp.Or(spec.TimeZone, "UTC")
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
 		s.warnOnce(warnZone, fmt.Sprintf("spec.forecast.timeZone %q is not a known IANA zone: the forecast is off", zone))
 		return
 	}
 	s.r.warned.Delete(warnKey(client.ObjectKeyFromObject(mw), warnZone)) // a zone fixed and broken again warns again
-	fc := &forecastRun{asked: map[string]forecast.Decision{}, spec: spec, idleAfter: s.idleAfter(), ask: mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk}
+	fc := &forecastRun{
+		asked: map[string]forecast.Decision{}, spec: spec, learnOnly: mw.Spec.Forecast == nil, now: now,
+		idleAfter: s.idleAfter(), ask: mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk,
+	}
 	st := mw.Status.Forecast
 	if st == nil {
 		st = &napwakev1alpha1.ForecastStatus{}
 	}
-	set := forecast.Settings{IdleAfter: fc.idleAfter, PauseEarly: spec.PauseEarly && !fc.ask, ExtraAwake: extraAwake(st.Figures)}
+	if st.Tally != nil {
+		fc.tally = *st.Tally.DeepCopy()
+	}
+	set := forecast.Settings{IdleAfter: fc.idleAfter, PauseEarly: spec.PauseEarly && !fc.ask, ExtraAwake: fc.budget().Share()}
 	if spec.ColdStartCost != nil {
 		set.ColdStartCost = spec.ColdStartCost.Duration
 	}
@@ -100,7 +111,7 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	fc.f, err = forecast.DecodeStatus(st.State, loc, set)
 	switch {
 	case errors.Is(err, forecast.ErrZoneChanged):
-		ctrl.LoggerFrom(ctx).Info("spec.forecast.timeZone changed: the forecast starts afresh", "timeZone", zone)
+		fc.f = moveZone(ctx, st, loc, set)
 	case err != nil:
 		s.warnOnce(warnState, fmt.Sprintf("%v: the forecast starts afresh", err))
 	}
@@ -108,9 +119,6 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 		fc.f = forecast.New(loc, now, set)
 	} else if fc.week, err = napwakev1alpha1.DecodeLastWeek(st.LastWeek); err != nil {
 		fc.week = napwakev1alpha1.LastWeek{}
-	}
-	if st.Tally != nil {
-		fc.tally = *st.Tally.DeepCopy()
 	}
 	if st.Figures != nil {
 		fc.fig = *st.Figures.DeepCopy()
@@ -126,22 +134,36 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	fc.f.OnFold(func(slot int, busy, hit bool) { fc.week.Person[slot], fc.week.Busy[slot] = hit, busy })
 	fc.f.Advance(now)
 	s.fc = fc
-	s.keepSoonest(civil.HourStart(civil.Hour(now, loc)+1, loc).Sub(now))
+	if !fc.learnOnly { // learning alone waits for the next reconcile
+		s.keepSoonest(civil.HourStart(civil.Hour(now, loc)+1, loc).Sub(now))
+	}
 }
 
-// extraAwake is the awake time the forecast added (its holds and its
-// wakes) as a share of the rest, from the figures since figures.since:
-// what spec.forecast.maxExtraAwake caps (docs/forecast.md#how-it-decides).
-func extraAwake(fig *napwakev1alpha1.ForecastFigures) float64 {
-	if fig == nil {
-		return 0
+// moveZone reads a state learned in status.forecast.timeZone (UTC when
+// unset: a workload learns in UTC until spec.forecast names a zone) and
+// moves it to loc; nil, to start afresh, when it was learned elsewhere.
+func moveZone(ctx context.Context, st *napwakev1alpha1.ForecastStatus, loc *time.Location, set forecast.Settings) *forecast.Forecast {
+	log := ctrl.LoggerFrom(ctx)
+	from, err := time.LoadLocation(cmp.Or(st.TimeZone, "UTC"))
+	if err == nil {
+		var f *forecast.Forecast
+		if f, err = forecast.DecodeStatus(st.State, from, set); err == nil {
+			log.Info("The forecast's zone changed: what it learned moves to the new zone", "from", from.String(), "timeZone", loc.String())
+			return f.In(loc)
+		}
 	}
-	var total int64
-	for _, s := range fig.AwakeSeconds {
-		total += s
+	log.Info("spec.forecast.timeZone changed from a zone not recorded: the forecast starts afresh", "timeZone", loc.String(), "error", err.Error())
+	return nil
+}
+
+// budget is status.forecast.tally.budget: what maxExtraAwake caps
+// (docs/forecast.md#how-it-decides).
+func (fc *forecastRun) budget() forecast.AwakeBudget {
+	b := fc.tally.Budget
+	if b == nil {
+		return forecast.AwakeBudget{}
 	}
-	added := fig.AwakeSeconds[holdReason] + fig.AwakeSeconds[napwakev1alpha1.SourceForecast]
-	return float64(added) / float64(max(total-added, 1))
+	return forecast.AwakeBudget{Added: float64(b.AddedSeconds), Idle: float64(b.IdleSeconds), At: b.At.Time}
 }
 
 // teach records the person-caused activity of this reconcile, oldest
@@ -279,12 +301,20 @@ func (fc *forecastRun) record(action string, d forecast.Decision, now time.Time,
 func (fc *forecastRun) status() *napwakev1alpha1.ForecastStatus {
 	out := &napwakev1alpha1.ForecastStatus{
 		State:    fc.f.EncodeStatus(),
+		TimeZone: fc.f.Location().String(),
 		LastWeek: napwakev1alpha1.EncodeLastWeek(fc.week),
 		Figures:  fc.fig.DeepCopy(),
 		Last:     fc.last.DeepCopy(),
 	}
 	if t := fc.tally.DeepCopy(); *t != (napwakev1alpha1.ForecastTally{}) {
 		out.Tally = t
+	}
+	if fc.spec.AutoResume {
+		if wake, arrive, giveUp, ok := fc.f.NextPreWake(fc.now); ok {
+			out.NextPreWake = &napwakev1alpha1.ForecastPlan{
+				Wake: metav1.NewTime(wake.UTC()), Arrive: metav1.NewTime(arrive.UTC()), GiveUp: metav1.NewTime(giveUp.UTC()),
+			}
+		}
 	}
 	return out
 }

@@ -220,6 +220,10 @@ func TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap(t *testing.T) {
 	if s := f.forecastStatus().Figures.AwakeSeconds[holdReason] - held; s != int64(41*time.Minute/time.Second) {
 		t.Errorf("awake seconds held %d, want 2460 (from the idle pause to the hold's end)", s)
 	}
+	// The budget maxExtraAwake reads counts it as added, as of the pause.
+	if b := f.forecastStatus().Tally.Budget; b == nil || !b.At.Time.Equal(until) || b.AddedSeconds < 2460 || b.IdleSeconds == 0 {
+		t.Errorf("status.forecast.tally.budget %+v, want at least 2460 s added as of %v, and idleness alone's", b, until)
+	}
 }
 
 func TestPauseEarlyPausesInQuietHoursWithReasonForecast(t *testing.T) {
@@ -385,6 +389,102 @@ func TestForecastPricesAreValidatedByTheAPIServer(t *testing.T) {
 			}
 			if err := k8s.Create(f.ctx, bad); err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("creating it: %v, want a refusal naming %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// Every workload learns from people's wakes, with no spec.forecast, and
+// acts on nothing; turning autoResume on later, in the team's zone, acts on
+// what it learned from the first day (docs/forecast.md#what-it-keeps).
+func TestEveryWorkloadLearnsAndTheForecastActsOnItWhenTurnedOn(t *testing.T) {
+	f := newFixture(t, 1)
+	mw := f.managedWorkload()
+	mw.Spec.IdleAfter = &metav1.Duration{Duration: 10 * time.Minute}
+	must(t, k8s.Update(f.ctx, mw))
+	f.runToRunning()
+	busy := start.Truncate(time.Hour).Add(3 * time.Hour)
+	f.learnWeek(busy, comeback)
+
+	fs := f.forecastStatus()
+	w, err := napwakev1alpha1.ReadForecastState(fs.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := busy.AddDate(0, 0, learnDays-1).Add(30*time.Minute + comeback)
+	if !w.LastPerson.Equal(last) || fs.TimeZone != "UTC" || w.Hours < learnDays*24-24 {
+		t.Errorf("learned: last person %v, zone %q, %d hours; want %v, UTC, two weeks", w.LastPerson, fs.TimeZone, w.Hours, last)
+	}
+	if fs.Last != nil || fs.NextPreWake != nil || fs.Figures.ForecastWakes != 0 || fs.Figures.AwakeSeconds[holdReason] != 0 {
+		t.Errorf("with no spec.forecast: last %+v, next pre-wake %+v, figures %+v; want no action, none planned", fs.Last, fs.NextPreWake, fs.Figures)
+	}
+	if fs.Figures.ColdStartsPerson < learnDays || fs.Figures.ColdStartsMissed != 0 {
+		t.Errorf("figures %+v, want each day's cold starts counted, none missed (autoResume off)", fs.Figures)
+	}
+	if got := testutil.ToFloat64(f.metrics.Forecast.ColdStartsPerson.WithLabelValues("Act")); got != 0 {
+		t.Errorf("napwake_forecast_cold_starts_person_total{mode=Act} = %v for a workload with no forecast, want 0", got)
+	}
+
+	mw = f.managedWorkload()
+	mw.Spec.Forecast = &napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Europe/Berlin"}
+	must(t, k8s.Update(f.ctx, mw))
+	f.reconcile()
+	fs = f.forecastStatus()
+	arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
+	if fs.TimeZone != "Europe/Berlin" {
+		t.Errorf("status.forecast.timeZone %q once spec.forecast names Europe/Berlin", fs.TimeZone)
+	}
+	if p := fs.NextPreWake; p == nil || !p.Arrive.Time.Equal(arrive) || !p.Wake.Time.Equal(arrive.Add(-(resumeTakes + time.Minute))) {
+		t.Errorf("status.forecast.nextPreWake %+v, want a wake 1m30s before %v", p, arrive)
+	}
+	wakeAt := arrive.Add(-(resumeTakes + time.Minute))
+	f.clock.SetTime(wakeAt)
+	f.reconcile()
+	if mw := f.managedWorkload(); mw.Status.Phase != napwakev1alpha1.PhaseResuming || mw.Status.LastActivitySource != napwakev1alpha1.SourceForecast {
+		t.Fatalf("phase %q source %q at the pre-wake, want Resuming forecast", mw.Status.Phase, mw.Status.LastActivitySource)
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wantEvent(napwakev1alpha1.EventWaking, fmt.Sprintf("woke %s to be Ready at %s", wakeAt.In(berlin).Format("15:04"), arrive.In(berlin).Format("15:04")))
+}
+
+// maxExtraAwake is read from the budget decayed over a week: a workload
+// whose holds added a hundred times idleness alone's awake time, capped at
+// 1 %, pauses at idleAfter where it held before.
+func TestMaxExtraAwakeReadsTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget *napwakev1alpha1.AwakeBudget
+		held   bool
+	}{
+		{"within the cap", &napwakev1alpha1.AwakeBudget{AddedSeconds: 10, IdleSeconds: 100000}, true},
+		{"over it", &napwakev1alpha1.AwakeBudget{AddedSeconds: 100000, IdleSeconds: 1000}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			one := int32(1)
+			f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, MaxExtraAwake: &one}, 10*time.Minute)
+			f.learnWeek(busy, comeback)
+			// As in TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap: the
+			// pre-wake, a person at the usual time, idle for idleAfter.
+			arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
+			f.clock.SetTime(arrive.Add(-(resumeTakes + time.Minute)))
+			f.reconcile()
+			f.clock.Step(resumeTakes)
+			f.followSpec()
+			f.reconcile()
+			f.clock.SetTime(arrive)
+			f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+			f.reconcile()
+			mw := f.managedWorkload()
+			tc.budget.At = metav1.NewTime(arrive)
+			mw.Status.Forecast.Tally.Budget = tc.budget
+			must(t, k8s.Status().Update(f.ctx, mw))
+			f.clock.SetTime(arrive.Add(10 * time.Minute))
+			f.reconcile()
+			if p := f.managedWorkload().Status.Phase; (p == napwakev1alpha1.PhaseRunning) != tc.held {
+				t.Errorf("phase %q at idleAfter with budget %+v and maxExtraAwake 1, want held %v", p, tc.budget, tc.held)
 			}
 		})
 	}

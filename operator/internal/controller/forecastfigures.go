@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"math"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
@@ -65,7 +68,7 @@ func (fc *forecastRun) person(t time.Time, phase napwakev1alpha1.Phase) {
 func (fc *forecastRun) endHold(t time.Time) {
 	tl := &fc.tally
 	if held := t.Sub(tl.HeldFrom.Time); held > 0 {
-		fc.addAwake(holdReason, held)
+		fc.addAwake(t, holdReason, held)
 		if tl.AwakeSince != nil {
 			tl.AwakeSince = timePtr(tl.AwakeSince.Add(held))
 		}
@@ -73,7 +76,10 @@ func (fc *forecastRun) endHold(t time.Time) {
 	tl.HeldFrom = nil
 }
 
-func (fc *forecastRun) addAwake(reason string, d time.Duration) {
+// addAwake counts d awake, ended at t, woken (or held) by reason: in the
+// figures, and in the budget maxExtraAwake caps, as added when the
+// forecast's hold or wake kept it up, else as idleness alone's.
+func (fc *forecastRun) addAwake(t time.Time, reason string, d time.Duration) {
 	if reason == "" {
 		reason = napwakev1alpha1.SourceCreated
 	}
@@ -81,6 +87,16 @@ func (fc *forecastRun) addAwake(reason string, d time.Duration) {
 		fc.fig.AwakeSeconds = map[string]int64{}
 	}
 	fc.fig.AwakeSeconds[reason] += int64(d / time.Second)
+	var added, idle time.Duration
+	if reason == holdReason || reason == napwakev1alpha1.SourceForecast {
+		added = d
+	} else {
+		idle = d
+	}
+	b := fc.budget().Add(t, added, idle)
+	fc.tally.Budget = &napwakev1alpha1.AwakeBudget{
+		AddedSeconds: int64(math.Round(b.Added)), IdleSeconds: int64(math.Round(b.Idle)), At: metav1.NewTime(b.At.UTC()),
+	}
 }
 
 // wakeCounted counts a pre-wake (made or, in Observe mode, reported).
@@ -122,7 +138,7 @@ func (s *run) forecastStepped(in decide.Input, step decide.Step) {
 			fc.endHold(now)
 		}
 		if tl.AwakeSince != nil {
-			fc.addAwake(tl.WokenBy, now.Sub(tl.AwakeSince.Time))
+			fc.addAwake(now, tl.WokenBy, now.Sub(tl.AwakeSince.Time))
 		}
 		tl.AwakeSince, tl.WokenBy = nil, ""
 		if fc.act() {
@@ -140,7 +156,7 @@ func (s *run) forecastStepped(in decide.Input, step decide.Step) {
 // figures gained in the metrics.
 func (s *run) forecastPersisted(m *metrics.Metrics) {
 	fc := s.fc
-	if fc == nil {
+	if fc == nil || fc.learnOnly {
 		return
 	}
 	m.Forecast.Add(fc.mode(), fc.base, fc.fig)

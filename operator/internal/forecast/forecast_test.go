@@ -35,7 +35,12 @@ var nightShift = []session{{22, 0, 23, 45}, {24, 30, 30, 0}}
 // live records sessions on each day from first for days days whose weekday
 // keep says, and a 60-second resume.
 func live(f *Forecast, first time.Time, days int, keep func(time.Weekday) bool, sessions []session) {
-	loc := f.Location()
+	liveIn(f.Location(), first, days, keep, sessions, f)
+}
+
+// liveIn is live for forecasts that may count in other zones than loc, the
+// sessions' zone.
+func liveIn(loc *time.Location, first time.Time, days int, keep func(time.Weekday) bool, sessions []session, fs ...*Forecast) {
 	for i := range days {
 		d := first.AddDate(0, 0, i)
 		if !keep(d.Weekday()) {
@@ -45,11 +50,15 @@ func live(f *Forecast, first time.Time, days int, keep func(time.Weekday) bool, 
 			from := time.Date(d.Year(), d.Month(), d.Day(), s.fromH, s.fromM, 0, 0, loc)
 			to := time.Date(d.Year(), d.Month(), d.Day(), s.toH, s.toM, 0, 0, loc)
 			for t := from; !t.After(to); t = t.Add(5 * time.Minute) {
-				f.RecordPerson(t)
+				for _, f := range fs {
+					f.RecordPerson(t)
+				}
 			}
 		}
 	}
-	f.RecordResume(time.Minute)
+	for _, f := range fs {
+		f.RecordResume(time.Minute)
+	}
 }
 
 // officeWeeks is a forecast begun on Monday 9 February 2026 in Berlin that
