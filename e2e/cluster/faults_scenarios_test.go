@@ -255,9 +255,17 @@ func sigkillOneDoorman(ctx context.Context, ns string, askURLs []string) {
 	}
 	Eventually(listed).WithTimeout(time.Minute).Should(Equal(len(services)), "every routed slice lists the victim first")
 	t := startTraffic(ctx, askURLs, newConnEvery, 10*time.Second, http.StatusServiceUnavailable)
-	killed := killContainer(victim.Status.ContainerStatuses[0].ContainerID)
+	// The container's ID is read now, not from the list a minute ago: a
+	// restart since then would give it a new one, and a restart of a
+	// doorman nobody killed is a fault this spec must name.
+	now, err := fw.Clientset.CoreV1().Pods(napwakeNS).Get(ctx, victim.Name, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(now.Status.ContainerStatuses).To(HaveLen(1), "the doorman pod runs one container")
+	c := now.Status.ContainerStatuses[0]
+	Expect(c.RestartCount).To(BeZero(), "%s's doorman has not restarted (last state %+v)", victim.Name, c.LastTerminationState)
+	killed := killContainer(c.ContainerID)
 	at := time.Now()
-	Expect(killed).NotTo(BeZero(), "the doorman's process was found and SIGKILLed")
+	Expect(killed).NotTo(BeZero(), "the doorman's process was found and SIGKILLed: %s", processesOf(now))
 	Eventually(listed).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(BeZero(),
 		"the routes leave a SIGKILLed doorman pod within 10 s")
 	moved := time.Since(at)
@@ -536,6 +544,26 @@ func killContainer(containerID string) int {
 		}
 	}
 	return killed
+}
+
+// processesOf says, for a failure's message, the container status of p
+// and each process whose cgroup names p's UID.
+func processesOf(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, c := range p.Status.ContainerStatuses {
+		fmt.Fprintf(&b, "container %s id %s ready %t restarts %d state %+v; ", c.Name, c.ContainerID, c.Ready, c.RestartCount, c.State)
+	}
+	uid := strings.ReplaceAll(string(p.UID), "-", "_")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, f := range procs {
+		cg, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(strings.ReplaceAll(string(cg), "-", "_"), uid) {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "comm"))
+		fmt.Fprintf(&b, "pid %s %s in %s; ", filepath.Base(filepath.Dir(f)), strings.TrimSpace(string(comm)), strings.TrimSpace(string(cg)))
+	}
+	return b.String()
 }
 
 // stopping reports whether every pod of before is gone from pods or
