@@ -86,6 +86,11 @@ fuzz: ## Run every fuzz target (or those FUZZ, a regexp, names) for FUZZTIME (de
 bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench/*.md.
 	@export KUBEBUILDER_ASSETS=$(ASSETS); for b in $(ROOT)/hack/bench/*.sh; do echo "[$$(date +%H:%M:%S)] $$b"; "$$b"; done
 
+.PHONY: bench-wake
+bench-wake: cluster-up images ## The wake's benchmarks on the local cluster, alone on the machine: Napwake's added time over 50 wakes with the operator's part (strict 30/60 ms targets) and the three-deep chain against each tier alone; results in _out/coldstart.txt and _out/chain.txt, recorded in docs/bench/coldstart.md and deps.md.
+	@E2E_FOCUS='adds little to a cold start|three-tier environment' E2E_ATTEMPTS=1 E2E_PROCS=1 NAPWAKE_E2E_COLDSTART_WAKES=50 NAPWAKE_E2E_STRICT_TIMING=1 $(ROOT)/hack/e2e.sh; \
+	  cat $(ROOT)/_out/coldstart.txt $(ROOT)/_out/chain.txt
+
 .PHONY: forecast-sim
 forecast-sim: ## Replay a trace under each wake policy, one JSON object on stdout: ENVS=environments.csv EVENTS=events.csv [SCORE_FROM_WEEK=N] [WAKES=wakes.csv].
 	@test -n "$(ENVS)" -a -n "$(EVENTS)" || { echo "give the trace: make forecast-sim ENVS=environments.csv EVENTS=events.csv" >&2; exit 2; }

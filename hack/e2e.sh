@@ -80,6 +80,7 @@ export NAPWAKE_E2E_TESTBED="$here/testbed/cluster.sh"
 export NAPWAKE_E2E_ROOT="$root"
 export NAPWAKE_E2E_INSTALL="'$here/install-napwake.sh'"
 export NAPWAKE_E2E_COLDSTART_OUT="$out/coldstart.txt"
+export NAPWAKE_E2E_BENCH_OUT="$out/chain.txt"
 
 # Independent specs run in E2E_PROCS ginkgo processes at once (each spec in
 # its own namespace; they mostly wait on pods and timers); the specs marked

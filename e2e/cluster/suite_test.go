@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,18 +144,27 @@ var _ = Describe("Napwake", func() {
 	It("routes a Service shared by two paused workloads, and one request wakes both", func() {
 		inNamespace("shared", nil, scenarioSharedService)
 	})
-	It("adds little to a cold start: p99 over 20 wakes within the bound (100 ms target)", Serial, func() {
+	It("adds little to a cold start: p99 of Napwake's added time within the bound (60 ms target)", Serial, func() {
 		inNamespace("coldstart", nil, func(ctx context.Context, ns string) {
-			overheads := scenarioColdStartOverhead(ctx, ns, 20)
-			// The target is 100 ms at p99 (docs/bench/coldstart.md has the
-			// measurement). On a shared 2-core CI machine the default bound
-			// catches regressions without flaking on scheduling noise;
-			// NAPWAKE_E2E_STRICT_TIMING=1 asserts the target itself.
-			bound := 300 * time.Millisecond
-			if os.Getenv("NAPWAKE_E2E_STRICT_TIMING") != "" {
-				bound = 100 * time.Millisecond
+			// 20 wakes in the suite; make bench-wake runs 50
+			// (NAPWAKE_E2E_COLDSTART_WAKES).
+			n := 20
+			if v, err := strconv.Atoi(os.Getenv("NAPWAKE_E2E_COLDSTART_WAKES")); err == nil && v > 0 {
+				n = v
 			}
-			Expect(overheads[len(overheads)-1]).To(BeNumerically("<=", bound), "p99 of 20 is the slowest wake")
+			overheads := scenarioColdStartOverhead(ctx, ns, n)
+			p50, p99, _ := percentiles(overheads)
+			// The targets are 30 ms at p50 and 60 ms at p99
+			// (docs/bench/coldstart.md has the measurements). On a shared
+			// 2-core CI machine the default bound catches regressions
+			// without flaking on scheduling noise;
+			// NAPWAKE_E2E_STRICT_TIMING=1 asserts the targets themselves.
+			bound50, bound99 := 150*time.Millisecond, 300*time.Millisecond
+			if os.Getenv("NAPWAKE_E2E_STRICT_TIMING") != "" {
+				bound50, bound99 = 30*time.Millisecond, 60*time.Millisecond
+			}
+			Expect(p50).To(BeNumerically("<=", bound50), "p50 of %d wakes", n)
+			Expect(p99).To(BeNumerically("<=", bound99), "p99 of %d wakes", n)
 		})
 	})
 })
