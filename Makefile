@@ -86,6 +86,10 @@ fuzz: ## Run every fuzz target (or those FUZZ, a regexp, names) for FUZZTIME (de
 bench: envtest-bins ## Benchmarks against their peers (HAProxy, a direct connection, raw API writes); results in docs/bench/*.md.
 	@export KUBEBUILDER_ASSETS=$(ASSETS); for b in $(ROOT)/hack/bench/*.sh; do echo "[$$(date +%H:%M:%S)] $$b"; "$$b"; done
 
+.PHONY: bench-podready
+bench-podready: envtest-bins ## Only the wake on a pod Ready by its own status through the real API watch, 1/50/256 held beside a bare dialler (issue 35 item 2); prints its section.
+	@export KUBEBUILDER_ASSETS=$(ASSETS); NAPWAKE_BENCH_ONLY=podready $(ROOT)/hack/bench/doorman.sh
+
 .PHONY: forecast-sim
 forecast-sim: ## Replay a trace under each wake policy, one JSON object on stdout: ENVS=environments.csv EVENTS=events.csv [SCORE_FROM_WEEK=N] [WAKES=wakes.csv].
 	@test -n "$(ENVS)" -a -n "$(EVENTS)" || { echo "give the trace: make forecast-sim ENVS=environments.csv EVENTS=events.csv" >&2; exit 2; }
