@@ -25,6 +25,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/docs/bench/doorman.md}
 
+# kube_bench LOG TEST VAR=VALUE... runs one of doorman/internal/kube's
+# latency tests through envtest with the variables given, its output in
+# LOG, and prints its table rows.
+kube_bench() {
+	local log=$1 test=$2
+	shift 2
+	(cd "$root/doorman" && env "$@" GOWORK=off timeout 300 go test -count=1 -run "$test" -v ./internal/kube) > "$log" 2>&1 ||
+		{ cat "$log" >&2; return 1; }
+	grep '^| ' "$log"
+}
+
 # podready_section prints the section of the wake on a pod Ready by its
 # own status, through a real API server's Pod watch; LOG is where the
 # test's output goes.
@@ -39,9 +50,7 @@ podready_section() {
 	echo
 	echo "| held | path | update call ms | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms |"
 	echo "|---|---|---|---|---|---|---|"
-	(cd "$root/doorman" && NAPWAKE_PODREADY_HELD=1,50,256 NAPWAKE_PODREADY_ROUNDS=5 GOWORK=off timeout 300 go test -count=1 -run TestWakeOnPodReadyThroughTheWatch -v ./internal/kube) > "$log" 2>&1 ||
-		{ cat "$log" >&2; return 1; }
-	grep '^| ' "$log"
+	kube_bench "$log" TestWakeOnPodReadyThroughTheWatch NAPWAKE_PODREADY_HELD=1,50,256 NAPWAKE_PODREADY_ROUNDS=5 || return 1
 	echo
 	echo "Target (issue 35, item 2): with 256 held, the doorman's p99 at most 1.2 times the bare dialler's."
 }
@@ -164,9 +173,7 @@ ulimit -n 16384 2>/dev/null || true
 	echo
 	echo "| held | create call ms | arrival p50 ms | arrival p99 ms | read p50 ms | read p99 ms |"
 	echo "|---|---|---|---|---|---|"
-	(cd "$root/doorman" && NAPWAKE_WAKE_HELD=1,50,256 NAPWAKE_WAKE_ROUNDS=5 GOWORK=off timeout 300 go test -count=1 -run TestWakeToFirstByteThroughTheWatch -v ./internal/kube) > "$tmp/watch.log" 2>&1 ||
-		{ cat "$tmp/watch.log" >&2; exit 1; }
-	grep '^| ' "$tmp/watch.log"
+	kube_bench "$tmp/watch.log" TestWakeToFirstByteThroughTheWatch NAPWAKE_WAKE_HELD=1,50,256 NAPWAKE_WAKE_ROUNDS=5 || exit 1
 	echo
 	podready_section "$tmp/podready.log" || exit 1
 	echo

@@ -62,16 +62,11 @@ func FilterEndpoints(eps []*discoveryv1.EndpointSlice, pod func(name string) *co
 				if err != nil || (s.AddressType == discoveryv1.AddressTypeIPv4) != ip.Is4() || !podHasIP(p, ip) {
 					continue
 				}
-				ap := netip.AddrPortFrom(ip, port)
-				if rules.CheckAddrPort(ap) != nil || slices.Contains(out, ap) {
-					continue
-				}
-				out = append(out, ap)
+				out = admit(out, netip.AddrPortFrom(ip, port), rules)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
-	return out
+	return sortedOnce(out)
 }
 
 // PodEndpoints returns the addresses the doorman may dial for one Service
@@ -108,15 +103,24 @@ func PodEndpoints(svc *corev1.Service, pods []*corev1.Pod, portName string, rule
 			if err != nil || !servesFamily(svc, ip) {
 				continue
 			}
-			ap := netip.AddrPortFrom(ip, port)
-			if rules.CheckAddrPort(ap) != nil || slices.Contains(out, ap) {
-				continue
-			}
-			out = append(out, ap)
+			out = admit(out, netip.AddrPortFrom(ip, port), rules)
 		}
 	}
-	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
-	return out
+	return sortedOnce(out)
+}
+
+// admit appends ap to out when rules allow it.
+func admit(out []netip.AddrPort, ap netip.AddrPort, rules addr.Rules) []netip.AddrPort {
+	if rules.CheckAddrPort(ap) != nil {
+		return out
+	}
+	return append(out, ap)
+}
+
+// sortedOnce sorts a in place and drops repeats.
+func sortedOnce(a []netip.AddrPort) []netip.AddrPort {
+	slices.SortFunc(a, func(x, y netip.AddrPort) int { return x.Compare(y) })
+	return slices.Compact(a)
 }
 
 // servicePort is the TCP port of svc named name.
@@ -183,9 +187,7 @@ func servesFamily(svc *corev1.Service, ip netip.Addr) bool {
 
 // MergeEndpoints is the sorted union of a and b, each address once.
 func MergeEndpoints(a, b []netip.AddrPort) []netip.AddrPort {
-	out := append(slices.Clone(a), b...)
-	slices.SortFunc(out, func(x, y netip.AddrPort) int { return x.Compare(y) })
-	return slices.Compact(out)
+	return sortedOnce(append(slices.Clone(a), b...))
 }
 
 func slicePort(s *discoveryv1.EndpointSlice, name string) (uint16, bool) {

@@ -16,6 +16,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/doorman/internal/proxy"
+	"napwake.dev/doorman/internal/tools/firstbyte"
 	"napwake.dev/shared/testenv"
 )
 
@@ -58,21 +59,13 @@ func standInPod(t *testing.T, got chan<- string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 64)
-				n, _ := c.Read(b)
-				got <- string(b[:n])
-				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"))
-			}()
-		}
-	}()
+	go firstbyte.AcceptEach(ln, func(c net.Conn) {
+		defer c.Close()
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		got <- string(b[:n])
+		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"))
+	})
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
