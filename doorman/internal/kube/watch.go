@@ -69,9 +69,9 @@ type Watcher struct {
 
 // NewCache returns the informer cache the doorman needs: ManagedWorkloads,
 // and EndpointSlices the EndpointSlice controller manages, Services and
-// Pods, each trimmed to what FilterEndpoints and PodEndpoints read. Its informers come back within about a
-// second of an API server outage's end (shared/rewatch); log hears of
-// outages.
+// Pods, each trimmed to what FilterEndpoints and PodEndpoints read. Its
+// informers come back within about a second of an API server outage's end
+// (shared/rewatch); log hears of outages.
 func NewCache(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (cache.Cache, error) {
 	managed, err := labels.NewRequirement(napwakev1alpha1.LabelEndpointSliceManagedBy, selection.Equals, []string{napwakev1alpha1.EndpointSliceControllerManager})
 	if err != nil {
