@@ -91,6 +91,10 @@ bench-wake: cluster-up images ## The wake's benchmarks on the local cluster, alo
 	@E2E_FOCUS='adds little to a cold start|three-tier environment' E2E_ATTEMPTS=1 E2E_PROCS=1 NAPWAKE_E2E_COLDSTART_WAKES=50 NAPWAKE_E2E_STRICT_TIMING=1 $(ROOT)/hack/e2e.sh; \
 	  cat $(ROOT)/_out/coldstart.txt $(ROOT)/_out/chain.txt
 
+.PHONY: bench-podready
+bench-podready: envtest-bins ## Only the wake on a pod Ready by its own status through the real API watch, 1/50/256 held beside a bare dialler; prints its section.
+	@export KUBEBUILDER_ASSETS=$(ASSETS); NAPWAKE_BENCH_ONLY=podready $(ROOT)/hack/bench/doorman.sh
+
 .PHONY: forecast-sim
 forecast-sim: ## Replay a trace under each wake policy, one JSON object on stdout: ENVS=environments.csv EVENTS=events.csv [SCORE_FROM_WEEK=N] [WAKES=wakes.csv].
 	@test -n "$(ENVS)" -a -n "$(EVENTS)" || { echo "give the trace: make forecast-sim ENVS=environments.csv EVENTS=events.csv" >&2; exit 2; }

@@ -112,9 +112,19 @@ func readyPod(t *testing.T, namespace, name, ip string, port int, managedBy stri
 
 func createPod(t *testing.T, namespace, name, ip string) *corev1.Pod {
 	t.Helper()
+	return createLabelledPod(t, namespace, name, ip, nil, 0)
+}
+
+// createLabelledPod creates a Pod with labels whose container serves
+// "web" on webPort (none when 0), its status.podIPs holding ip, not Ready.
+func createLabelledPod(t *testing.T, namespace, name, ip string, labels map[string]string, webPort int) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
+	if webPort != 0 {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "web", ContainerPort: int32(webPort), Protocol: corev1.ProtocolTCP}}
+	}
 	if err := k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

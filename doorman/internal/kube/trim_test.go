@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,41 +41,7 @@ var cachedSlicePaths = []string{
 // leafPaths lists the JSON paths of v's leaves, indexes written [].
 func leafPaths(t *testing.T, v any) []string {
 	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if prefix == "" {
-					walk(k, e)
-				} else {
-					walk(prefix+"."+k, e)
-				}
-			}
-		case []any:
-			for _, e := range x {
-				walk(prefix+"[]", e)
-			}
-		default:
-			seen[prefix] = true
-		}
-	}
-	walk("", doc)
-	out := make([]string, 0, len(seen))
-	for p := range seen {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(leafValues(t, v)))
 }
 
 // TestTheCachedEndpointSliceKeepsWhatTheDoormanReadsAndNothingElse fills
@@ -188,5 +157,123 @@ func TestTheDoormansCacheHoldsEndpointSlicesTrimmed(t *testing.T) {
 		!equality.Semantic.DeepEqual(held.Labels, w.Labels) || !equality.Semantic.DeepEqual(held.OwnerReferences, w.OwnerReferences) ||
 		held.AddressType != w.AddressType {
 		t.Fatalf("the cache holds %+v; want what the doorman reads as written, %+v", held, w)
+	}
+}
+
+// cachedPodPaths are the only JSON paths a Pod keeps in the doorman's
+// cache: what FilterEndpoints and PodEndpoints read (identity, labels,
+// deletion timestamp, the ports of containers and of sidecar init
+// containers, phase, addresses and the Ready condition).
+var cachedPodPaths = []string{
+	"apiVersion", "kind",
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion", "metadata.deletionTimestamp", "metadata.labels.app",
+	"spec.containers[].name", "spec.containers[].ports[].name", "spec.containers[].ports[].containerPort", "spec.containers[].ports[].protocol",
+	"spec.initContainers[].name", "spec.initContainers[].restartPolicy",
+	"spec.initContainers[].ports[].name", "spec.initContainers[].ports[].containerPort", "spec.initContainers[].ports[].protocol",
+	"status.phase", "status.podIP", "status.podIPs[].ip", "status.conditions[].type", "status.conditions[].status",
+}
+
+// cachedServicePaths are the only JSON paths a Service keeps in the
+// doorman's cache: what PodEndpoints reads.
+var cachedServicePaths = []string{
+	"apiVersion", "kind",
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+	"spec.type", "spec.selector.app", "spec.ipFamilies[]",
+	"spec.ports[].name", "spec.ports[].protocol", "spec.ports[].port", "spec.ports[].targetPort",
+}
+
+// leafValues maps each JSON leaf path of v, indexes written [], to its
+// values as text; a null (a zero time) is no leaf.
+func leafValues(t *testing.T, v any) map[string][]string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(prefix+"[]", e)
+			}
+		case nil: // a zero time: no value
+		default:
+			out[prefix] = append(out[prefix], fmt.Sprint(x))
+		}
+	}
+	walk("", doc)
+	return out
+}
+
+// TestTheCachedPodAndServiceKeepWhatTheDoormanReadsAndNothingElse fills
+// every field of a Pod and a Service (randomly, many times, as new API
+// fields would be), with what the doorman reads among them (labels, a
+// Ready condition, a sidecar init container), and expects the trimmed
+// object to hold exactly the paths above, each value one of the
+// original's at that path.
+func TestTheCachedPodAndServiceKeepWhatTheDoormanReadsAndNothingElse(t *testing.T) {
+	f := randfill.NewWithSeed(35).NilChance(0).NumElements(2, 3).Funcs(
+		func(s *string, c randfill.Continue) { *s = "s" + c.String(0) },
+		func(u *types.UID, c randfill.Continue) { *u = types.UID("u" + c.String(0)) },
+		func(m *metav1.FieldsV1, _ randfill.Continue) { m.SetRawBytes([]byte(`{"f:spec":{}}`)) })
+	check := func(t *testing.T, i int, full, trimmed any, paths []string) {
+		t.Helper()
+		want := slices.Clone(paths)
+		sort.Strings(want)
+		kept := leafValues(t, trimmed)
+		if got := leafPaths(t, trimmed); !slices.Equal(got, want) {
+			t.Fatalf("fill %d: the trimmed object holds\n%v\nwant exactly\n%v", i, got, want)
+		}
+		orig := leafValues(t, full)
+		for p, vs := range kept {
+			for _, v := range vs {
+				if !slices.Contains(orig[p], v) {
+					t.Fatalf("fill %d: %s is %q in the trimmed object, none of the original's %q", i, p, v, orig[p])
+				}
+			}
+		}
+	}
+	for i := range 50 {
+		var p corev1.Pod
+		f.Fill(&p)
+		p.Kind, p.APIVersion = "Pod", "v1"
+		p.Labels = map[string]string{"app": "api"}
+		p.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		p.Spec.InitContainers[1].RestartPolicy = nil
+		p.Status.Conditions[0].Type = corev1.PodReady
+		p.Status.Phase, p.DeletionTimestamp = corev1.PodRunning, ptr.To(metav1.Now())
+		o, err := trimPod(p.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := o.(*corev1.Pod)
+		check(t, i, &p, tp, cachedPodPaths)
+		if len(tp.Spec.InitContainers) != 1 || len(tp.Status.Conditions) != 1 || tp.Status.Conditions[0].Status != p.Status.Conditions[0].Status {
+			t.Fatalf("fill %d: kept init containers %v, conditions %v: want the sidecar and the Ready condition alone", i, tp.Spec.InitContainers, tp.Status.Conditions)
+		}
+
+		var s corev1.Service
+		f.Fill(&s)
+		s.Kind, s.APIVersion = "Service", "v1"
+		s.Spec.Selector, s.Spec.Type = map[string]string{"app": "api"}, corev1.ServiceTypeClusterIP
+		o, err = trimService(s.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := o.(*corev1.Service)
+		check(t, i, &s, ts, cachedServicePaths)
+		if !equality.Semantic.DeepEqual(ts.Spec.Selector, s.Spec.Selector) || len(ts.Spec.Ports) != len(s.Spec.Ports) {
+			t.Fatalf("fill %d: kept %+v of %+v", i, ts.Spec, s.Spec)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,10 +68,10 @@ type Watcher struct {
 }
 
 // NewCache returns the informer cache the doorman needs: ManagedWorkloads,
-// and EndpointSlices the EndpointSlice controller manages and Pods, both
-// trimmed to what the endpoint filter reads. Its informers come back within about a
-// second of an API server outage's end (shared/rewatch); log hears of
-// outages.
+// and EndpointSlices the EndpointSlice controller manages, Services and
+// Pods, each trimmed to what FilterEndpoints and PodEndpoints read. Its
+// informers come back within about a second of an API server outage's end
+// (shared/rewatch); log hears of outages.
 func NewCache(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (cache.Cache, error) {
 	managed, err := labels.NewRequirement(napwakev1alpha1.LabelEndpointSliceManagedBy, selection.Equals, []string{napwakev1alpha1.EndpointSliceControllerManager})
 	if err != nil {
@@ -82,23 +83,76 @@ func NewCache(cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (cache.
 		ByObject: map[client.Object]cache.ByObject{
 			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed), Transform: trimEndpointSlice},
 			&corev1.Pod{}:                {Transform: trimPod},
+			&corev1.Service{}:            {Transform: trimService},
 		},
 	})
 }
 
-// trimPod keeps only a Pod's identity and addresses: a cluster's Pods are
-// many, and the doorman needs nothing else of them.
+// trimPod keeps only what FilterEndpoints and PodEndpoints read of a Pod:
+// its identity, labels and deletion timestamp, its containers' (and
+// restartable init containers') names and ports, its phase, addresses and
+// Ready condition (type and status). A cluster's Pods are many, and the
+// doorman needs nothing else of them.
 func trimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	out := &corev1.Pod{
 		TypeMeta: p.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels,
 			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
-		Status: corev1.PodStatus{PodIPs: p.Status.PodIPs, PodIP: p.Status.PodIP},
-	}, nil
+		Spec: corev1.PodSpec{Containers: trimContainers(p.Spec.Containers, false),
+			InitContainers: trimContainers(p.Spec.InitContainers, true)},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIPs: p.Status.PodIPs, PodIP: p.Status.PodIP},
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			break
+		}
+	}
+	return out, nil
+}
+
+// trimContainers keeps each container's name and ports (name, number,
+// protocol); of init containers, only those restarted as sidecars, whose
+// ports a Service may name, with their restart policy.
+func trimContainers(cs []corev1.Container, init bool) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range cs {
+		if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+			continue
+		}
+		t := corev1.Container{Name: c.Name}
+		if init {
+			t.RestartPolicy = c.RestartPolicy
+		}
+		for _, cp := range c.Ports {
+			t.Ports = append(t.Ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.ContainerPort, Protocol: cp.Protocol})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// trimService keeps only what PodEndpoints reads of a Service: its
+// identity, type, selector, IP families and each port's name, protocol,
+// number and targetPort.
+func trimService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Service{
+		TypeMeta:   s.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Spec:       corev1.ServiceSpec{Type: s.Spec.Type, Selector: s.Spec.Selector, IPFamilies: s.Spec.IPFamilies},
+	}
+	for _, p := range s.Spec.Ports {
+		out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort})
+	}
+	return out, nil
 }
 
 // trimEndpointSlice keeps only what FilterEndpoints and the cache's
@@ -212,7 +266,7 @@ func (w *Watcher) warnConflicts(ctx context.Context, conflicts []Conflict) {
 // proxy up to date until ctx ends. The cache must be started separately.
 func (w *Watcher) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("watch")
-	for _, obj := range []client.Object{&napwakev1alpha1.ManagedWorkload{}, &discoveryv1.EndpointSlice{}, &corev1.Pod{}} {
+	for _, obj := range []client.Object{&napwakev1alpha1.ManagedWorkload{}, &discoveryv1.EndpointSlice{}, &corev1.Pod{}, &corev1.Service{}} {
 		inf, err := w.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("getting the %T informer: %w", obj, err)
@@ -348,6 +402,9 @@ func (w *Watcher) sync(ctx context.Context) error {
 	return nil
 }
 
+// endpoints are k's Ready addresses: those of its EndpointSlices, and
+// those of its Service's Pods Ready by their own status, which come first
+// (PodEndpoints).
 func (w *Watcher) endpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.AddrPort, error) {
 	var list discoveryv1.EndpointSliceList
 	if err := w.cache.List(ctx, &list, client.InNamespace(k.Namespace), client.MatchingLabels{napwakev1alpha1.LabelServiceName: k.Service}); err != nil {
@@ -364,7 +421,37 @@ func (w *Watcher) endpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.Ad
 		}
 		return &p
 	}
-	return FilterEndpoints(slicesOf, pod, k.Namespace, k.Service, k.PortName, w.rules), nil
+	fromSlices := FilterEndpoints(slicesOf, pod, k.Namespace, k.Service, k.PortName, w.rules)
+	fromPods, err := w.podEndpoints(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return MergeEndpoints(fromSlices, fromPods), nil
+}
+
+// podEndpoints lists the Pods of k's Service's namespace its selector
+// selects and keeps those PodEndpoints allows.
+func (w *Watcher) podEndpoints(ctx context.Context, k proxy.ServiceKey) ([]netip.AddrPort, error) {
+	var svc corev1.Service
+	if err := w.cache.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Service}, &svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting Service %s/%s: %w", k.Namespace, k.Service, err)
+	}
+	if len(svc.Spec.Selector) == 0 {
+		return nil, nil // its EndpointSlices alone say where it goes
+	}
+	var list corev1.PodList
+	if err := w.cache.List(ctx, &list, client.InNamespace(k.Namespace),
+		client.MatchingLabelsSelector{Selector: labels.SelectorFromValidatedSet(svc.Spec.Selector)}); err != nil {
+		return nil, fmt.Errorf("listing the Pods of %s/%s: %w", k.Namespace, k.Service, err)
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return PodEndpoints(&svc, pods, k.PortName, w.rules), nil
 }
 
 // WorkloadOf reads what the doorman needs of a ManagedWorkload.
