@@ -31,13 +31,13 @@ func (r *ManagedWorkloadReconciler) graph() *deps.Graph {
 	return r.Graph
 }
 
-// observe records mw in the graph as it is now and returns the workloads
+// updateGraph records mw in the graph as it is now and returns the workloads
 // whose decisions that may have moved. The graph handler calls it for every
 // event of the ManagedWorkload informer; a reconcile calls it too, at its
 // top and after each of its status writes, so the graph never lags behind
 // what the reconciler itself wrote (and a test calling Reconcile directly,
 // with no informer, still feeds it).
-func (r *ManagedWorkloadReconciler) observe(mw *napwakev1alpha1.ManagedWorkload) []deps.Key {
+func (r *ManagedWorkloadReconciler) updateGraph(mw *napwakev1alpha1.ManagedWorkload) []deps.Key {
 	return r.graph().Upsert(deps.KeyOf(mw), deps.NodeFrom(mw), r.Clock.Now())
 }
 
@@ -83,7 +83,7 @@ func (r *ManagedWorkloadReconciler) graphHandler() handler.EventHandler {
 		if mw == nil {
 			return
 		}
-		enqueue(q, r.observe(mw))
+		enqueue(q, r.updateGraph(mw))
 		if wakeBegan(old, mw) {
 			enqueue(q, r.wakeTargets(deps.KeyOf(mw)))
 		}

@@ -27,14 +27,14 @@ import (
 //     once with InvalidSetting and the forecast starts afresh with no
 //     history; an unknown spec.forecast.timeZone turns it
 //     off with InvalidSetting) and brings the week up to now;
-//   - teach records person-caused activity only: the request, last-activity
+//   - teachForecastPeople records person-caused activity only: the request, last-activity
 //     and wake-requested stamps, the usage signal while Running, and the
 //     Prometheus query only with learnFrom: activity; never robots turned
 //     away, schedule or forecast wakes;
-//   - input asks PreWake (Paused), Hold and PauseEarly (Running) and says to
+//   - forecastInput asks PreWake (Paused), Hold and PauseEarly (Running) and says to
 //     decide only what it acts on (mode Act); in Observe mode it writes the
-//     would-be action's event (ForecastObserved) instead, once per slot;
-//   - stepped counts each step's figures (forecastfigures.go) before the
+//     would-be action's event (ForecastObserved, reportWouldBe) instead, once per slot;
+//   - forecastStepped counts each step's figures (forecastfigures.go) before the
 //     step's status write, and patchStatus writes status.forecast with it,
 //     only when it changed: the state changes when an hour ends or a person
 //     comes, so about one extra write an hour.
@@ -166,9 +166,9 @@ func (fc *forecastRun) budget() forecast.AwakeBudget {
 	return forecast.AwakeBudget{Added: float64(b.AddedSeconds), Idle: float64(b.IdleSeconds), At: b.At.Time}
 }
 
-// teach records the person-caused activity of this reconcile, oldest
+// teachForecastPeople records the person-caused activity of this reconcile, oldest
 // first, each only once (the forecast keeps the latest person).
-func (s *run) teach(now time.Time, annotations map[string]string, busy, queryActive bool) {
+func (s *run) teachForecastPeople(now time.Time, annotations map[string]string, busy, queryActive bool) {
 	fc := s.fc
 	if fc == nil {
 		return
@@ -212,7 +212,7 @@ func personStamp(v string, now time.Time) (time.Time, bool) {
 	return t, true
 }
 
-// input asks the forecast about in's phase: what decide acts on (mode Act),
+// forecastInput asks the forecast about in's phase: what decide acts on (mode Act),
 // or, in Observe mode, the would-be action's event and figures.
 func (s *run) forecastInput(in decide.Input) decide.Forecast {
 	fc := s.fc
@@ -248,21 +248,21 @@ func (s *run) forecastInput(in decide.Input) decide.Forecast {
 	}
 	out.Reason = d.Reason
 	if !fc.act() {
-		fc.observe(s, in, action, d)
+		fc.reportWouldBe(s, in, action, d)
 		return decide.Forecast{}
 	}
 	return out
 }
 
-// observe reports, in Observe mode, what an acting decision would have
+// reportWouldBe reports, in Observe mode, what an acting decision would have
 // done: an event and the figures, once per slot (an early pause once per
 // idle stretch).
-func (fc *forecastRun) observe(s *run, in decide.Input, action string, d forecast.Decision) {
+func (fc *forecastRun) reportWouldBe(s *run, in decide.Input, action string, d forecast.Decision) {
 	if !d.Act || fc.sameAsLast(action, d.Slot, in.State.LastActivity) {
 		return
 	}
 	now := in.Now.Truncate(time.Second)
-	fc.record(action, d, now, true)
+	fc.keepLastAction(action, d, now, true)
 	s.r.Recorder.Eventf(s.mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventForecastObserved, napwakev1alpha1.EventForecastObserved, "%s", d.Observed())
 	switch action {
 	case napwakev1alpha1.ForecastActionPreWake:
@@ -286,8 +286,8 @@ func (fc *forecastRun) sameAsLast(action string, slot, lastActivity time.Time) b
 	return l.Slot.Time.Equal(slot)
 }
 
-// record keeps an action as status.forecast.last.
-func (fc *forecastRun) record(action string, d forecast.Decision, now time.Time, observed bool) {
+// keepLastAction keeps an action as status.forecast.last.
+func (fc *forecastRun) keepLastAction(action string, d forecast.Decision, now time.Time, observed bool) {
 	msg := d.Reason
 	if observed {
 		msg = d.Observed()

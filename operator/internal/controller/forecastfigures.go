@@ -112,7 +112,7 @@ func (fc *forecastRun) earlyCounted(idleAt time.Time) {
 	fc.tally.RegretBefore = timePtr(idleAt)
 }
 
-// stepped counts what step, decided from in, does: wakes, pauses and the
+// forecastStepped counts what step, decided from in, does: wakes, pauses and the
 // forecast's actions. It runs before the step's status write, which
 // persists it.
 func (s *run) forecastStepped(in decide.Input, step decide.Step) {
@@ -125,7 +125,7 @@ func (s *run) forecastStepped(in decide.Input, step decide.Step) {
 		fc.f.RecordResume(step.ResumeTook)
 	}
 	if d, ok := fc.asked[step.ForecastAction]; ok {
-		fc.record(step.ForecastAction, d, now, false)
+		fc.keepLastAction(step.ForecastAction, d, now, false)
 	}
 	switch {
 	case step.Woken != "" || (in.State.Phase == "" && step.State.Phase == napwakev1alpha1.PhaseRunning):

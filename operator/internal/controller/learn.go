@@ -20,7 +20,7 @@ import (
 	"napwake.dev/operator/internal/deps"
 )
 
-// learn records a learned dependency
+// learnCallerEdge records a learned dependency
 // (docs/design/dependencies.md#learned-dependencies): the doorman
 // wrote napwake.dev/last-request-from on this workload (the callee) when a
 // request woke it; if that address was certainly a Running Pod of another
@@ -29,7 +29,7 @@ import (
 // the request's time. Each last-request-from is looked at once. Failing to
 // learn never holds up the callee's own reconcile: it is logged and tried
 // again soon.
-func (s *run) learn(ctx context.Context) {
+func (s *run) learnCallerEdge(ctx context.Context) {
 	mw := s.mw
 	from := mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom]
 	if from == "" {
@@ -46,7 +46,7 @@ func (s *run) learn(ctx context.Context) {
 	}
 	caller, err := s.r.callerOf(ctx, from, at, key)
 	if err == nil && caller.Found() {
-		err = s.r.teach(ctx, caller.Workload, key, at)
+		err = s.r.addLearnedEdge(ctx, caller.Workload, key, at)
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Learning a dependency from "+napwakev1alpha1.AnnotationLastRequestFrom, "from", from)
@@ -146,9 +146,9 @@ func (r *ManagedWorkloadReconciler) ownerOf(ctx context.Context, namespace strin
 	return nil, fmt.Errorf("reading the %s %s/%s that owns a calling Pod: %w", ref.Kind, namespace, ref.Name, err)
 }
 
-// teach records callee, seen at, on caller's status.dependencies.learned: a
+// addLearnedEdge records callee, seen at, on caller's status.dependencies.learned: a
 // merge patch of that field alone, guarded by the caller's resourceVersion.
-func (r *ManagedWorkloadReconciler) teach(ctx context.Context, caller, callee deps.Key, at time.Time) error {
+func (r *ManagedWorkloadReconciler) addLearnedEdge(ctx context.Context, caller, callee deps.Key, at time.Time) error {
 	mw := &napwakev1alpha1.ManagedWorkload{}
 	if err := r.Client.Get(ctx, caller, mw); err != nil {
 		return client.IgnoreNotFound(err)
@@ -166,7 +166,7 @@ func (r *ManagedWorkloadReconciler) teach(ctx context.Context, caller, callee de
 	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("recording a learned dependency on %s: %w", klog.KObj(mw), err)
 	}
-	r.observe(mw)
+	r.updateGraph(mw)
 	ctrl.LoggerFrom(ctx).Info("Learned a dependency", "caller", klog.KObj(mw), "callee", callee)
 	return nil
 }

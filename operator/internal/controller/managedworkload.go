@@ -226,14 +226,14 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 		// deciding from it would only end in a conflict.
 		return reconcile.Result{RequeueAfter: staleCacheRecheck}, nil
 	}
-	r.observe(mw)
+	r.updateGraph(mw)
 	if !mw.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, mw)
 	}
 	s := &run{r: r, mw: mw}
-	s.learn(ctx)
+	s.learnCallerEdge(ctx)
 	s.reportAutoscalerChanges()
-	defer s.remember()
+	defer s.keepSuperseded()
 	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
 		base := mw.DeepCopy()
 		controllerutil.AddFinalizer(mw, napwakev1alpha1.Finalizer)
@@ -254,7 +254,7 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 		return r.targetMissing(ctx, mw)
 	}
 	s.t = t
-	return s.steps(ctx)
+	return s.takeSteps(ctx)
 }
 
 // run is one reconcile of one ManagedWorkload.
@@ -293,8 +293,8 @@ type run struct {
 	cronJobsOff bool
 }
 
-// steps asks decide.Next for a step and takes it, until it says Wait.
-func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
+// takeSteps asks decide.Next for a step and takes it, until it says Wait.
+func (s *run) takeSteps(ctx context.Context) (reconcile.Result, error) {
 	r, mw := s.r, s.mw
 	busy, queryActive, sig := s.signals(ctx)
 	dependents := s.dependents(r.Clock.Now())
@@ -302,7 +302,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 	s.sched = readSchedule(mw, acting)
 	s.warnSchedule()
 	s.loadForecast(ctx, r.Clock.Now())
-	s.teach(r.Clock.Now(), acting, busy, queryActive)
+	s.teachForecastPeople(r.Clock.Now(), acting, busy, queryActive)
 	for range maxStepsPerReconcile {
 		in := decide.Input{
 			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
@@ -351,7 +351,7 @@ func (s *run) steps(ctx context.Context) (reconcile.Result, error) {
 			if err := s.patchStatus(ctx, step.State, sig); err != nil {
 				return requeueOnConflict(err)
 			}
-			s.record(step)
+			s.announceStep(step)
 		case decide.Route:
 			s.route(ctx)
 		case decide.Unroute:
@@ -453,9 +453,9 @@ func (s *run) routerWrote(rv string, requeueAfter time.Duration) {
 // replaced notes that a write replaced resourceVersion rv.
 func (s *run) replaced(rv string) { s.superseded = append(s.superseded, rv) }
 
-// remember keeps the resourceVersions this reconcile replaced, so the next
+// keepSuperseded keeps the resourceVersions this reconcile replaced, so the next
 // one knows a cache still at any of them is stale.
-func (s *run) remember() {
+func (s *run) keepSuperseded() {
 	if len(s.superseded) > 0 {
 		s.r.superseded.set(client.ObjectKeyFromObject(s.mw), s.superseded)
 	}
@@ -467,8 +467,8 @@ func (s *run) keepSoonest(d time.Duration) {
 	}
 }
 
-// record emits the step's event and counts it.
-func (s *run) record(step decide.Step) {
+// announceStep emits the step's event and counts it.
+func (s *run) announceStep(step decide.Step) {
 	m := s.r.Metrics
 	if step.Paused != "" {
 		m.RecordPause(step.Paused)

@@ -89,7 +89,7 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
 			napwakev1alpha1.EventReplicasManagedByGitOps, "%s", gitOpsWarned)
 	}
-	s.r.observe(mw)
+	s.r.updateGraph(mw)
 	s.refused(refusal)
 	return nil
 }
