@@ -19,9 +19,9 @@ const queryEvery = 30 * time.Second
 // signal and the Prometheus activity query, each once. What decide.Next
 // weighs is busy and queryActive; sig is what the ActivitySignals condition
 // reports.
-func (s *run) signals(ctx context.Context) (busy, queryActive bool, sig decide.Signals) {
-	queryActive, sig.Query = s.query(ctx)
-	busy, sig.Usage = s.busy(ctx, queryActive)
+func (r *ManagedWorkloadReconciler) signals(ctx context.Context, s *reconcileScope) (busy, queryActive bool, sig decide.Signals) {
+	queryActive, sig.Query = r.query(ctx, s)
+	busy, sig.Usage = r.busy(ctx, s, queryActive)
 	return busy, queryActive, sig
 }
 
@@ -34,14 +34,14 @@ const quietFor = 2 * time.Minute
 // CPU against the workload's own idle level. A sample taken while no other
 // signal fired (queryActive counts) teaches the idle level; s.usage then
 // holds the status.usage to write.
-func (s *run) busy(ctx context.Context, queryActive bool) (busy, available bool) {
-	if s.r.Usage == nil || !s.r.Usage.Available(ctx) {
+func (r *ManagedWorkloadReconciler) busy(ctx context.Context, s *reconcileScope, queryActive bool) (busy, available bool) {
+	if r.Usage == nil || !r.Usage.Available(ctx) {
 		return false, false
 	}
 	if s.mw.Status.Phase != napwakev1alpha1.PhaseRunning {
 		return false, true
 	}
-	milli, pods, err := s.r.Usage.PeakMilliCPU(ctx, s.mw.Namespace, s.t.selector)
+	milli, pods, err := r.Usage.PeakMilliCPU(ctx, s.mw.Namespace, s.t.selector)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the usage signal; counting the workload as not busy")
 		return false, true
@@ -51,8 +51,8 @@ func (s *run) busy(ctx context.Context, queryActive bool) (busy, available bool)
 	}
 	learned := idleLevelOf(s.mw.Status.Usage)
 	busy = idlelevel.Busy(learned, milli)
-	if !queryActive && s.quiet() {
-		if next, changed := idlelevel.Observe(learned, s.r.Clock.Now(), milli); changed {
+	if !queryActive && r.quiet(s) {
+		if next, changed := idlelevel.Observe(learned, r.Clock.Now(), milli); changed {
 			s.usage = usageStatus(next)
 		}
 	}
@@ -60,12 +60,12 @@ func (s *run) busy(ctx context.Context, queryActive bool) (busy, available bool)
 }
 
 // quiet says no signal other than usage fired within quietFor.
-func (s *run) quiet() bool {
+func (r *ManagedWorkloadReconciler) quiet(s *reconcileScope) bool {
 	st := s.mw.Status
 	if st.LastActivity == nil || st.LastActivitySource == napwakev1alpha1.SourceUsage {
 		return true
 	}
-	return s.r.Clock.Since(st.LastActivity.Time) >= quietFor
+	return r.Clock.Since(st.LastActivity.Time) >= quietFor
 }
 
 // idleLevelOf reads what status.usage has learned.
@@ -90,16 +90,16 @@ func usageStatus(l idlelevel.State) *napwakev1alpha1.UsageStatus {
 // activity (logged; the condition says it is failing). Queries answers from
 // its cache within promquery.Reuse, so the reconciles of one pause or wake
 // ask Prometheus once.
-func (s *run) query(ctx context.Context) (active bool, state decide.QueryState) {
+func (r *ManagedWorkloadReconciler) query(ctx context.Context, s *reconcileScope) (active bool, state decide.QueryState) {
 	a := s.mw.Spec.Activity
 	if a == nil || a.Prometheus == nil || a.Prometheus.Query == "" {
 		return false, decide.QueryNone
 	}
-	if s.r.Queries == nil {
+	if r.Queries == nil {
 		return false, decide.QueryNoURL
 	}
 	s.keepSoonest(queryEvery)
-	active, err := s.r.Queries.Active(ctx, a.Prometheus.Query)
+	active, err := r.Queries.Active(ctx, a.Prometheus.Query)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Evaluating the Prometheus activity query; counting it as no activity", "query", a.Prometheus.Query)
 		return false, decide.QueryFailing

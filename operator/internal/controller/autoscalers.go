@@ -196,14 +196,15 @@ func (n *autoscalerNotes) take(key types.NamespacedName) []string {
 // reportAutoscalerChanges gives an AutoscalerChanged event for each change
 // of an autoscaler of the target seen while the workload is paused (or
 // pausing): the replicas saved at the pause still win on wake.
-func (s *run) reportAutoscalerChanges() {
-	notes := s.r.autoscalerNotes.take(client.ObjectKeyFromObject(s.mw))
+func (r *ManagedWorkloadReconciler) reportAutoscalerChanges(_ context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	notes := r.autoscalerNotes.take(client.ObjectKeyFromObject(s.mw))
 	p := s.mw.Status.Pause
 	if p == nil || (s.mw.Status.Phase != napwakev1alpha1.PhasePaused && s.mw.Status.Phase != napwakev1alpha1.PhasePausing) {
-		return
+		return nil, nil
 	}
 	for _, note := range notes {
-		s.r.Recorder.Eventf(s.mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventAutoscalerChanged, napwakev1alpha1.EventAutoscalerChanged,
+		r.Recorder.Eventf(s.mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventAutoscalerChanged, napwakev1alpha1.EventAutoscalerChanged,
 			"%s while paused; the wake restores the %d replicas saved at the pause, and the autoscaler scales from there", note, p.Replicas)
 	}
+	return nil, nil
 }

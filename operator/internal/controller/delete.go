@@ -110,9 +110,9 @@ func (r *ManagedWorkloadReconciler) finalize(ctx context.Context, mw *napwakev1a
 	}
 	// A workload being deleted releases its ScaledObjects, and counts no
 	// more among its namespace's: its CronJobs follow the others.
-	gone := &run{r: r, mw: mw}
-	gone.quietAutoscalers(ctx, false)
-	gone.quietCronJobs(ctx, nil)
+	gone := &reconcileScope{mw: mw}
+	r.quietAutoscalers(ctx, gone, false)
+	r.quietCronJobs(ctx, gone, nil)
 	done, after, err := r.Router.Finalize(ctx, mw)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Finalizing routes")

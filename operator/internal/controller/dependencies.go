@@ -2,12 +2,10 @@ package controller
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,8 +125,8 @@ func (r *ManagedWorkloadReconciler) namespaceChanged(ctx context.Context, ns *co
 
 // dependents works out what mw's dependents say to its cycle now, and
 // keeps the hold for the Dependencies condition.
-func (s *run) dependents(now time.Time) decide.Dependents {
-	g, key, st := s.r.graph(), deps.KeyOf(s.mw), s.mw.Status
+func (r *ManagedWorkloadReconciler) dependents(s *reconcileScope, now time.Time) decide.Dependents {
+	g, key, st := r.graph(), deps.KeyOf(s.mw), s.mw.Status
 	var d decide.Dependents
 	if (st.Phase == napwakev1alpha1.PhasePaused || st.Phase == napwakev1alpha1.PhasePausing) && st.Pause != nil {
 		if w, ok := g.WokenBy(key, st.Pause.StartedAt.Time); ok {
@@ -140,50 +138,13 @@ func (s *run) dependents(now time.Time) decide.Dependents {
 	return d
 }
 
-// setDependencies sets the Dependencies condition, on a workload with
-// edges, a hold or the condition already, and drops learned edges unseen
-// for deps.LearnedTTL. It returns the refusal to report in an event, if the
-// condition newly says one.
-func (s *run) setDependencies(now metav1.Time) (refusal string) {
-	mw := s.mw
-	key := deps.KeyOf(mw)
-	if d := mw.Status.Dependencies; d != nil {
-		if kept, changed := deps.Expire(d.Learned, now.Time); changed {
-			mw.Status.Dependencies = &napwakev1alpha1.DependenciesStatus{Learned: kept}
-		}
-		if len(mw.Status.Dependencies.Learned) == 0 {
-			mw.Status.Dependencies = nil
-		}
-	}
-	edges := s.r.graph().Resolve(key)
-	old := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionDependencies)
-	var hold deps.Hold
-	if mw.Status.Phase == napwakev1alpha1.PhaseRunning {
-		hold = s.hold // what holds a workload matters only while it could pause for idleness
-	}
-	if len(edges) == 0 && !hold.Held && old == nil {
-		return ""
-	}
-	c := deps.Condition(edges, hold, mw.Generation, now.Time)
-	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionDependencies,
-		decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
-	if c.Status != metav1.ConditionFalse {
-		return ""
-	}
-	refusal, _, _ = strings.Cut(c.Message, "; the others still wake")
-	if old != nil && old.Status == metav1.ConditionFalse && old.Reason == c.Reason && strings.HasPrefix(old.Message, refusal) {
-		return "" // said once already
-	}
-	return refusal
-}
-
 // refused emits the event for a newly refused dependency.
-func (s *run) refused(refusal string) {
+func (r *ManagedWorkloadReconciler) refused(s *reconcileScope, refusal string) {
 	if refusal == "" {
 		return
 	}
 	c := meta.FindStatusCondition(s.mw.Status.Conditions, napwakev1alpha1.ConditionDependencies)
-	s.r.Recorder.Eventf(s.mw, nil, corev1.EventTypeWarning, c.Reason, c.Reason, "%s; the others still wake", refusal)
+	r.Recorder.Eventf(s.mw, nil, corev1.EventTypeWarning, c.Reason, c.Reason, "%s; the others still wake", refusal)
 }
 
 // learnedEqual compares two status.dependencies.

@@ -10,12 +10,20 @@
 // Its files, as Cluster API splits a reconciler:
 //
 //   - managedworkload.go: the ManagedWorkload reconciler, its watches, and
-//     one reconcile's loop over decide's steps (status write, Route, Scale,
-//     Unroute, Wait): in a pause or wake it calls the Router only when
-//     decide says so.
+//     Reconcile: one ordered list of named phases (learnCallerEdge,
+//     reportAutoscalerChanges, addFinalizer, readTarget, gatherActivity,
+//     gatherDependents, gatherSchedule, gatherForecast) that fill the
+//     scope, then takeSteps, the loop over decide's steps (status write,
+//     Route, Scale, Unroute, Wait): in a pause or wake it calls the Router
+//     only when decide says so, and announceStep gives each step's event
+//     and metrics after its write.
+//   - scope.go: reconcileScope, what one reconcile knows (data only): the
+//     ManagedWorkload, its target, what the phases gathered for
+//     decide.Input, and what the next status write persists.
 //   - status.go: who writes which part of status, the reconciler's
-//     resourceVersion-guarded status patch, its conditions, the State read
-//     from and written to status, and the stale-cache guard.
+//     resourceVersion-guarded status patch (patchStatus), one function per
+//     condition called from setConditions, the State read from and written
+//     to status, and the stale-cache guard.
 //   - activity.go: the activity signals of one reconcile: the usage signal
 //     (busy) and the Prometheus activity query; what the ActivitySignals
 //     condition says is decide.ActivitySignals.
@@ -32,18 +40,20 @@
 //     Running, worked out by package timeline.
 //   - router.go: the Router interface, the seam to package routing.
 //   - dependencies.go: the dependency graph (package deps) fed from the
-//     ManagedWorkload and Namespace informers, a new wake's plan enqueued,
+//     ManagedWorkload and Namespace informers (updateGraph), a new wake's
+//     plan enqueued,
 //     what a workload's dependents say to its cycle (woken by, held,
-//     released), and the Dependencies condition with its one-time event.
+//     released), and the one-time event of the Dependencies condition.
 //   - schedule.go: spec.schedule and the override annotations read for
-//     decide (Input.Schedule), the Schedule condition, status.schedule,
-//     and one InvalidSetting event per change of what cannot be read.
-//   - learn.go: learned dependencies from napwake.dev/last-request-from,
-//     recorded on the caller's status, the calling pod's owners followed
-//     to its workload.
+//     decide (Input.Schedule), and one InvalidSetting event per change of
+//     what cannot be read.
+//   - learn.go: learned dependencies from napwake.dev/last-request-from
+//     (learnCallerEdge), recorded on the caller's status (addLearnedEdge),
+//     the calling pod's owners followed to its workload.
 //   - forecast.go, forecastfigures.go: the workload's forecast (package
-//     forecast) read from status.forecast, taught person-caused activity,
-//     asked for decide's Input.Forecast (or, in Observe mode, reported), and
+//     forecast) read from status.forecast (loadForecast), taught
+//     person-caused activity (teachForecastPeople), asked for decide's
+//     Input.Forecast (forecastInput; in Observe mode, reportWouldBe), and
 //     its figures counted; written back with the reconcile's status patch.
 //   - index.go: the IndexTargetRef and IndexPodIP field indexes, which the
 //     manager adds once.

@@ -49,8 +49,8 @@ type forecastRun struct {
 	// counts but asks nothing and reports no metrics.
 	learnOnly bool
 	// now is the reconcile's time, for the next pre-wake.
-	now time.Time
-	f   *forecast.Forecast
+	now  time.Time
+	f    *forecast.Forecast
 	week napwakev1alpha1.LastWeek
 	// fig and tally are the figures and what they wait on; base the figures
 	// as last persisted, for the metrics.
@@ -76,7 +76,7 @@ func (fc *forecastRun) mode() napwakev1alpha1.ForecastMode {
 // to now. Every workload learns (docs/forecast.md#what-it-keeps): with no
 // spec.forecast it learns in UTC and acts on nothing (learnOnly). s.fc is
 // nil only when spec.forecast.timeZone is unknown.
-func (s *run) loadForecast(ctx context.Context, now time.Time) {
+func (r *ManagedWorkloadReconciler) loadForecast(ctx context.Context, s *reconcileScope, now time.Time) {
 	mw := s.mw
 	s.fc = nil
 	var spec napwakev1alpha1.ForecastSpec
@@ -86,13 +86,13 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	zone := cmp.Or(spec.TimeZone, "UTC")
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
-		s.warnOnce(warnZone, fmt.Sprintf("spec.forecast.timeZone %q is not a known IANA zone: the forecast is off", zone))
+		r.warnOnce(s, warnZone, fmt.Sprintf("spec.forecast.timeZone %q is not a known IANA zone: the forecast is off", zone))
 		return
 	}
-	s.r.warned.Delete(warnKey(client.ObjectKeyFromObject(mw), warnZone)) // a zone fixed and broken again warns again
+	r.warned.Delete(warnKey(client.ObjectKeyFromObject(mw), warnZone)) // a zone fixed and broken again warns again
 	fc := &forecastRun{
 		asked: map[string]forecast.Decision{}, spec: spec, learnOnly: mw.Spec.Forecast == nil, now: now,
-		idleAfter: s.idleAfter(), ask: mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk,
+		idleAfter: r.idleAfter(s), ask: mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk,
 	}
 	st := mw.Status.Forecast
 	if st == nil {
@@ -113,7 +113,7 @@ func (s *run) loadForecast(ctx context.Context, now time.Time) {
 	case errors.Is(err, forecast.ErrZoneChanged):
 		fc.f = moveZone(ctx, st, loc, set)
 	case err != nil:
-		s.warnOnce(warnState, fmt.Sprintf("%v: the forecast starts afresh", err))
+		r.warnOnce(s, warnState, fmt.Sprintf("%v: the forecast starts afresh", err))
 	}
 	if fc.f == nil {
 		fc.f = forecast.New(loc, now, set)
@@ -168,7 +168,7 @@ func (fc *forecastRun) budget() forecast.AwakeBudget {
 
 // teachForecastPeople records the person-caused activity of this reconcile, oldest
 // first, each only once (the forecast keeps the latest person).
-func (s *run) teachForecastPeople(now time.Time, annotations map[string]string, busy, queryActive bool) {
+func (r *ManagedWorkloadReconciler) teachForecastPeople(s *reconcileScope, now time.Time, annotations map[string]string, busy, queryActive bool) {
 	fc := s.fc
 	if fc == nil {
 		return
@@ -214,7 +214,7 @@ func personStamp(v string, now time.Time) (time.Time, bool) {
 
 // forecastInput asks the forecast about in's phase: what decide acts on (mode Act),
 // or, in Observe mode, the would-be action's event and figures.
-func (s *run) forecastInput(in decide.Input) decide.Forecast {
+func (r *ManagedWorkloadReconciler) forecastInput(s *reconcileScope, in decide.Input) decide.Forecast {
 	fc := s.fc
 	var out decide.Forecast
 	if fc == nil {
@@ -248,7 +248,7 @@ func (s *run) forecastInput(in decide.Input) decide.Forecast {
 	}
 	out.Reason = d.Reason
 	if !fc.act() {
-		fc.reportWouldBe(s, in, action, d)
+		r.reportWouldBe(s, in, action, d)
 		return decide.Forecast{}
 	}
 	return out
@@ -257,13 +257,14 @@ func (s *run) forecastInput(in decide.Input) decide.Forecast {
 // reportWouldBe reports, in Observe mode, what an acting decision would have
 // done: an event and the figures, once per slot (an early pause once per
 // idle stretch).
-func (fc *forecastRun) reportWouldBe(s *run, in decide.Input, action string, d forecast.Decision) {
+func (r *ManagedWorkloadReconciler) reportWouldBe(s *reconcileScope, in decide.Input, action string, d forecast.Decision) {
+	fc := s.fc
 	if !d.Act || fc.sameAsLast(action, d.Slot, in.State.LastActivity) {
 		return
 	}
 	now := in.Now.Truncate(time.Second)
 	fc.keepLastAction(action, d, now, true)
-	s.r.Recorder.Eventf(s.mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventForecastObserved, napwakev1alpha1.EventForecastObserved, "%s", d.Observed())
+	r.Recorder.Eventf(s.mw, nil, corev1.EventTypeNormal, napwakev1alpha1.EventForecastObserved, napwakev1alpha1.EventForecastObserved, "%s", d.Observed())
 	switch action {
 	case napwakev1alpha1.ForecastActionPreWake:
 		fc.wakeCounted()

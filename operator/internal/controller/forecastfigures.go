@@ -115,7 +115,7 @@ func (fc *forecastRun) earlyCounted(idleAt time.Time) {
 // forecastStepped counts what step, decided from in, does: wakes, pauses and the
 // forecast's actions. It runs before the step's status write, which
 // persists it.
-func (s *run) forecastStepped(in decide.Input, step decide.Step) {
+func (r *ManagedWorkloadReconciler) forecastStepped(s *reconcileScope, in decide.Input, step decide.Step) {
 	fc := s.fc
 	if fc == nil || step.Kind != decide.PatchStatus {
 		return
@@ -154,7 +154,7 @@ func (s *run) forecastStepped(in decide.Input, step decide.Step) {
 
 // forecastPersisted counts, once status.forecast is written, what the
 // figures gained in the metrics.
-func (s *run) forecastPersisted(m *metrics.Metrics) {
+func (r *ManagedWorkloadReconciler) forecastPersisted(s *reconcileScope, m *metrics.Metrics) {
 	fc := s.fc
 	if fc == nil || fc.learnOnly {
 		return

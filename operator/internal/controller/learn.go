@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/deps"
@@ -29,34 +30,35 @@ import (
 // the request's time. Each last-request-from is looked at once. Failing to
 // learn never holds up the callee's own reconcile: it is logged and tried
 // again soon.
-func (s *run) learnCallerEdge(ctx context.Context) {
+func (r *ManagedWorkloadReconciler) learnCallerEdge(ctx context.Context, s *reconcileScope) (*reconcile.Result, error) {
 	mw := s.mw
 	from := mw.Annotations[napwakev1alpha1.AnnotationLastRequestFrom]
 	if from == "" {
-		return
+		return nil, nil
 	}
 	at, err := time.Parse(time.RFC3339Nano, mw.Annotations[napwakev1alpha1.AnnotationLastRequest])
 	if err != nil {
-		return // no time to tell which Pod held the address then
+		return nil, nil // no time to tell which Pod held the address then
 	}
 	key := deps.KeyOf(mw)
 	memo := from + "@" + at.UTC().Format(time.RFC3339Nano)
-	if done, ok := s.r.taught.Load(key); ok && done == memo {
-		return
+	if done, ok := r.taught.Load(key); ok && done == memo {
+		return nil, nil
 	}
-	caller, err := s.r.callerOf(ctx, from, at, key)
+	caller, err := r.callerOf(ctx, from, at, key)
 	if err == nil && caller.Found() {
-		err = s.r.addLearnedEdge(ctx, caller.Workload, key, at)
+		err = r.addLearnedEdge(ctx, caller.Workload, key, at)
 	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Learning a dependency from "+napwakev1alpha1.AnnotationLastRequestFrom, "from", from)
 		s.keepSoonest(conflictRetry)
-		return
+		return nil, nil
 	}
 	if !caller.Found() {
 		ctrl.LoggerFrom(ctx).V(1).Info("Learned no dependency", "from", from, "why", caller.Why, "pod", caller.Pod)
 	}
-	s.r.taught.Store(key, memo)
+	r.taught.Store(key, memo)
+	return nil, nil
 }
 
 // callerOf finds the managed workload whose Pod held the address at the

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,85 +231,117 @@ func (r *ManagedWorkloadReconciler) Reconcile(ctx context.Context, req reconcile
 	if !mw.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, mw)
 	}
-	s := &run{r: r, mw: mw}
-	s.learnCallerEdge(ctx)
-	s.reportAutoscalerChanges()
-	defer s.keepSuperseded()
-	if !controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
-		base := mw.DeepCopy()
-		controllerutil.AddFinalizer(mw, napwakev1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return requeueOnConflict(fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(mw), err))
+	s := &reconcileScope{mw: mw}
+	defer r.keepSuperseded(s)
+	// The phases gather what decide.Input needs, in this order; the first
+	// that stops (with a result or an error) ends the reconcile. Then
+	// takeSteps asks decide for one step at a time and takes it.
+	phases := []phase{
+		{"learnCallerEdge", r.learnCallerEdge},
+		{"reportAutoscalerChanges", r.reportAutoscalerChanges},
+		{"addFinalizer", r.addFinalizer},
+		{"readTarget", r.readTarget},
+		{"gatherActivity", r.gatherActivity},
+		{"gatherDependents", r.gatherDependents},
+		{"gatherSchedule", r.gatherSchedule},
+		{"gatherForecast", r.gatherForecast},
+	}
+	for _, p := range phases {
+		res, err := p.run(ctx, s)
+		if err != nil {
+			return ptr.Deref(res, reconcile.Result{}), fmt.Errorf("reconcile phase %s: %w", p.name, err)
 		}
-		s.replaced(base.ResourceVersion)
+		if res != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("A reconcile phase ended the reconcile", "phase", p.name)
+			return *res, nil
+		}
 	}
-
-	t, found, err := getTarget(ctx, r.Client, r.TargetKinds, mw.Namespace, mw.Spec.TargetRef)
-	if ns := (*workload.NotScalableError)(nil); errors.As(err, &ns) {
-		return r.targetNotScalable(ctx, mw, ns.Why)
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if !found {
-		return r.targetMissing(ctx, mw)
-	}
-	s.t = t
-	return s.takeSteps(ctx)
+	return r.takeSteps(ctx, s)
 }
 
-// run is one reconcile of one ManagedWorkload.
-type run struct {
-	r  *ManagedWorkloadReconciler
-	mw *napwakev1alpha1.ManagedWorkload
-	t  target
-	// live is true once t.replicas was read live, not from the cache.
-	live bool
-	// routed and unrouted say the Router was asked in this reconcile.
-	routed, unrouted bool
-	// requeue is the soonest the Router or the query asked to be called again.
-	requeue time.Duration
-	// superseded are the resourceVersions this reconcile's writes replaced.
-	superseded []string
-	// usage is a newly learned status.usage for the next status write.
-	usage *napwakev1alpha1.UsageStatus
-	// saved is what an ending pause saved, added by the next status write.
-	saved *napwakev1alpha1.SavingsStatus
-	// hold is what holds the workload awake, as of this reconcile.
-	hold deps.Hold
-	// fc is the workload's forecast (forecast.go); nil without one.
-	fc *forecastRun
-	// sched is spec.schedule and the overrides, as of this reconcile.
-	sched scheduleRead
-	// autoscalers is the Autoscalers condition for the next status write,
-	// once quietAutoscalers ran with autoscalersPaused; nil before.
-	autoscalers       *quiesce.Condition
-	autoscalersPaused bool
-	// lastWake is status.lastWake for the next status write: a wake's
-	// signal as it begins, its timeline once Running (wake.go).
-	lastWake *napwakev1alpha1.LastWakeStatus
-	// cronJobs is the CronJobs condition for the next status write, once
-	// quietCronJobs ran; cronJobsOff says to drop it instead.
-	cronJobs    *quiesce.Condition
-	cronJobsOff bool
+// phase is one named step of Reconcile before the decide loop: it reads
+// or writes what it must and fills the scope. It returns a result to end
+// the reconcile there, an error to end it with that error (wrapped with the
+// phase's name), or neither to go on to the next phase.
+type phase struct {
+	name string
+	run  func(ctx context.Context, s *reconcileScope) (*reconcile.Result, error)
+}
+
+// stop ends the reconcile with res and err.
+func stop(res reconcile.Result, err error) (*reconcile.Result, error) { return &res, err }
+
+// addFinalizer adds the finalizer, so a deletion restores the replicas.
+func (r *ManagedWorkloadReconciler) addFinalizer(ctx context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	mw := s.mw
+	if controllerutil.ContainsFinalizer(mw, napwakev1alpha1.Finalizer) {
+		return nil, nil
+	}
+	base := mw.DeepCopy()
+	controllerutil.AddFinalizer(mw, napwakev1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return stop(requeueOnConflict(fmt.Errorf("adding the finalizer to %s: %w", klog.KObj(mw), err)))
+	}
+	s.replaced(base.ResourceVersion)
+	return nil, nil
+}
+
+// readTarget reads the target into s.t; a target gone or that cannot be
+// paused ends the reconcile with TargetAvailable False (delete.go).
+func (r *ManagedWorkloadReconciler) readTarget(ctx context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	mw := s.mw
+	t, found, err := getTarget(ctx, r.Client, r.TargetKinds, mw.Namespace, mw.Spec.TargetRef)
+	if ns := (*workload.NotScalableError)(nil); errors.As(err, &ns) {
+		return stop(r.targetNotScalable(ctx, mw, ns.Why))
+	}
+	if err != nil {
+		return stop(reconcile.Result{}, err)
+	}
+	if !found {
+		return stop(r.targetMissing(ctx, mw))
+	}
+	s.t = t
+	return nil, nil
+}
+
+// gatherActivity reads the activity signals once (activity.go).
+func (r *ManagedWorkloadReconciler) gatherActivity(ctx context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	s.busy, s.queryActive, s.sig = r.signals(ctx, s)
+	return nil, nil
+}
+
+// gatherDependents works out what the dependents say (dependencies.go).
+func (r *ManagedWorkloadReconciler) gatherDependents(_ context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	s.dependents = r.dependents(s, r.Clock.Now())
+	return nil, nil
+}
+
+// gatherSchedule reads spec.schedule and the overrides from the acting
+// annotations, and warns once of what cannot be read (schedule.go).
+func (r *ManagedWorkloadReconciler) gatherSchedule(_ context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	s.acting = decide.MergeAnnotations(s.mw.Annotations, s.t.annotations)
+	s.sched = readSchedule(s.mw, s.acting)
+	r.warnSchedule(s)
+	return nil, nil
+}
+
+// gatherForecast loads the forecast and teaches it this reconcile's
+// person-caused activity (forecast.go).
+func (r *ManagedWorkloadReconciler) gatherForecast(ctx context.Context, s *reconcileScope) (*reconcile.Result, error) {
+	r.loadForecast(ctx, s, r.Clock.Now())
+	r.teachForecastPeople(s, r.Clock.Now(), s.acting, s.busy, s.queryActive)
+	return nil, nil
 }
 
 // takeSteps asks decide.Next for a step and takes it, until it says Wait.
-func (s *run) takeSteps(ctx context.Context) (reconcile.Result, error) {
-	r, mw := s.r, s.mw
-	busy, queryActive, sig := s.signals(ctx)
-	dependents := s.dependents(r.Clock.Now())
-	acting := decide.MergeAnnotations(mw.Annotations, s.t.annotations)
-	s.sched = readSchedule(mw, acting)
-	s.warnSchedule()
-	s.loadForecast(ctx, r.Clock.Now())
-	s.teachForecastPeople(r.Clock.Now(), acting, busy, queryActive)
+func (r *ManagedWorkloadReconciler) takeSteps(ctx context.Context, s *reconcileScope) (reconcile.Result, error) {
+	mw := s.mw
 	for range maxStepsPerReconcile {
 		in := decide.Input{
-			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: s.idleAfter(),
-			Annotations: acting, Busy: busy, QueryActive: queryActive, Target: s.t.observed(),
+			Now: r.Clock.Now(), Created: mw.CreationTimestamp.Time, State: stateOf(mw), IdleAfter: r.idleAfter(s),
+			Annotations: s.acting, Busy: s.busy, QueryActive: s.queryActive, Target: s.t.observed(),
 			Routed: s.routed, Unrouted: s.unrouted, RoutesLeft: routesLeft(mw), RouteComing: s.routed && routeComing(mw),
-			Dependents: dependents, Schedule: s.sched.in,
+			Dependents: s.dependents, Schedule: s.sched.in,
 		}
 		if in.State.Phase == napwakev1alpha1.PhasePausing && in.Target.Replicas == 0 && in.Target.StatusReplicas == 0 {
 			left, err := podsLeft(ctx, r.APIReader, mw.Namespace, s.t)
@@ -317,7 +350,7 @@ func (s *run) takeSteps(ctx context.Context) (reconcile.Result, error) {
 			}
 			in.Target.PodsLeft = left
 		}
-		in.Forecast = s.forecastInput(in)
+		in.Forecast = r.forecastInput(s, in)
 		step := decide.Next(in)
 		if !s.live && needsLive(step) {
 			// What a pause saves and what a wake compares with must be
@@ -331,12 +364,12 @@ func (s *run) takeSteps(ctx context.Context) (reconcile.Result, error) {
 		}
 		switch step.Kind {
 		case decide.Wait:
-			s.quietAutoscalers(ctx, quiesce.IsPaused(in.State.Phase))
-			s.quietCronJobs(ctx, &in.State.Phase)
-			if err := s.patchStatus(ctx, in.State, sig); err != nil { // conditions, observedGeneration
+			r.quietAutoscalers(ctx, s, quiesce.IsPaused(in.State.Phase))
+			r.quietCronJobs(ctx, s, &in.State.Phase)
+			if err := r.patchStatus(ctx, s, in.State); err != nil { // conditions, observedGeneration
 				return requeueOnConflict(err)
 			}
-			return reconcile.Result{RequeueAfter: s.after(step.RequeueAfter)}, nil
+			return reconcile.Result{RequeueAfter: r.after(s, step.RequeueAfter)}, nil
 		case decide.PatchStatus:
 			if step.Woken != "" {
 				// The wake's write records what the ended pause saved, so
@@ -345,22 +378,22 @@ func (s *run) takeSteps(ctx context.Context) (reconcile.Result, error) {
 				s.lastWake = wakeBegun(step, in.Now)
 			}
 			if step.ResumeTook > 0 {
-				s.wakeDone(ctx, in.Now)
+				r.wakeDone(ctx, s, in.Now)
 			}
-			s.forecastStepped(in, step)
-			if err := s.patchStatus(ctx, step.State, sig); err != nil {
+			r.forecastStepped(s, in, step)
+			if err := r.patchStatus(ctx, s, step.State); err != nil {
 				return requeueOnConflict(err)
 			}
-			s.announceStep(step)
+			r.announceStep(s, step)
 		case decide.Route:
-			s.route(ctx)
+			r.route(ctx, s)
 		case decide.Unroute:
-			s.unroute(ctx)
+			r.unroute(ctx, s)
 		case decide.Scale:
 			if step.Replicas == 0 {
 				// Hold the ScaledObjects first: KEDA must not scale back
 				// what the pause scales down.
-				s.quietAutoscalers(ctx, true)
+				r.quietAutoscalers(ctx, s, true)
 			}
 			before, err := scaleTo(ctx, r.Client, &s.t, step.Replicas)
 			if err != nil {
@@ -369,10 +402,10 @@ func (s *run) takeSteps(ctx context.Context) (reconcile.Result, error) {
 			if step.Replicas > 0 {
 				// Release them only after: the wake's count is the one the
 				// pause saved, whatever paused-replicas said meanwhile.
-				s.quietAutoscalers(ctx, false)
+				r.quietAutoscalers(ctx, s, false)
 			}
 			if step.Replicas > 0 {
-				s.scaledUp(r.Clock.Now())
+				r.scaledUp(s, r.Clock.Now())
 			}
 			ctrl.LoggerFrom(ctx).V(1).Info("Scaled target", "from", before, "to", step.Replicas)
 			s.t.replicas, s.live = step.Replicas, true
@@ -400,16 +433,16 @@ func needsLive(step decide.Step) bool {
 	return step.Paused != "" || step.Woken == napwakev1alpha1.SourceScaled
 }
 
-func (s *run) idleAfter() time.Duration {
+func (r *ManagedWorkloadReconciler) idleAfter(s *reconcileScope) time.Duration {
 	if s.mw.Spec.IdleAfter != nil && s.mw.Spec.IdleAfter.Duration > 0 {
 		return s.mw.Spec.IdleAfter.Duration
 	}
-	return s.r.DefaultIdleAfter
+	return r.DefaultIdleAfter
 }
 
-func (s *run) after(d time.Duration) time.Duration {
-	if d <= 0 || d > s.r.SyncPeriod {
-		d = s.r.SyncPeriod
+func (r *ManagedWorkloadReconciler) after(s *reconcileScope, d time.Duration) time.Duration {
+	if d <= 0 || d > r.SyncPeriod {
+		d = r.SyncPeriod
 	}
 	if s.requeue > 0 && s.requeue < d {
 		d = s.requeue
@@ -420,56 +453,47 @@ func (s *run) after(d time.Duration) time.Duration {
 // route takes decide's Route step. The Router may patch status (see
 // status.go), updating s.mw in place; a routing error never holds up the
 // pause: the Router asks to be called again with its backoff.
-func (s *run) route(ctx context.Context) {
+func (r *ManagedWorkloadReconciler) route(ctx context.Context, s *reconcileScope) {
 	s.routed = true
 	rv := s.mw.ResourceVersion
-	after, err := s.r.Router.Route(ctx, s.mw, s.t.template)
+	after, err := r.Router.Route(ctx, s.mw, s.t.template)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Routing to the doorman; pausing anyway, routing is tried again")
 	}
-	s.routerWrote(rv, after)
+	r.routerWrote(s, rv, after)
 }
 
 // unroute takes decide's Unroute step; an error never holds up the wake.
-func (s *run) unroute(ctx context.Context) {
+func (r *ManagedWorkloadReconciler) unroute(ctx context.Context, s *reconcileScope) {
 	s.unrouted = true
 	rv := s.mw.ResourceVersion
-	after, err := s.r.Router.Unroute(ctx, s.mw)
+	after, err := r.Router.Unroute(ctx, s.mw)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Taking routes away; waking anyway")
 	}
-	s.routerWrote(rv, after)
+	r.routerWrote(s, rv, after)
 }
 
 // routerWrote notes a Router call that began at resourceVersion rv and
 // asked to be called again after requeueAfter.
-func (s *run) routerWrote(rv string, requeueAfter time.Duration) {
+func (r *ManagedWorkloadReconciler) routerWrote(s *reconcileScope, rv string, requeueAfter time.Duration) {
 	if s.mw.ResourceVersion != rv {
 		s.replaced(rv)
 	}
 	s.keepSoonest(requeueAfter)
 }
 
-// replaced notes that a write replaced resourceVersion rv.
-func (s *run) replaced(rv string) { s.superseded = append(s.superseded, rv) }
-
 // keepSuperseded keeps the resourceVersions this reconcile replaced, so the next
 // one knows a cache still at any of them is stale.
-func (s *run) keepSuperseded() {
+func (r *ManagedWorkloadReconciler) keepSuperseded(s *reconcileScope) {
 	if len(s.superseded) > 0 {
-		s.r.superseded.set(client.ObjectKeyFromObject(s.mw), s.superseded)
-	}
-}
-
-func (s *run) keepSoonest(d time.Duration) {
-	if d > 0 && (s.requeue == 0 || d < s.requeue) {
-		s.requeue = d
+		r.superseded.set(client.ObjectKeyFromObject(s.mw), s.superseded)
 	}
 }
 
 // announceStep emits the step's event and counts it.
-func (s *run) announceStep(step decide.Step) {
-	m := s.r.Metrics
+func (r *ManagedWorkloadReconciler) announceStep(s *reconcileScope, step decide.Step) {
+	m := r.Metrics
 	if step.Paused != "" {
 		m.RecordPause(step.Paused)
 	}
@@ -479,13 +503,13 @@ func (s *run) announceStep(step decide.Step) {
 	if step.ResumeTook > 0 {
 		m.RecordResumed(s.mw.UID, step.ResumeTook)
 		m.RecordWakeSteps(s.mw.Status.LastWake)
-		s.r.wakeScales.forget(client.ObjectKeyFromObject(s.mw))
+		r.wakeScales.forget(client.ObjectKeyFromObject(s.mw))
 	}
 	if step.Event.Reason != "" {
 		msg := step.Event.Message
 		if sum := timeline.Summary(s.mw.Status.LastWake); step.ResumeTook > 0 && sum != "" {
 			msg += ", " + sum // recent wakes' totals stay in describe's events
 		}
-		s.r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", msg)
+		r.Recorder.Eventf(s.mw, nil, step.Event.Type, step.Event.Reason, step.Event.Reason, "%s", msg)
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
-	"napwake.dev/operator/internal/decide"
 	"napwake.dev/operator/internal/quiesce"
 )
 
@@ -133,8 +132,8 @@ func (r *ManagedWorkloadReconciler) mapScaledObject(ctx context.Context, o clien
 // target, the workload paused or not, once per reconcile and state, and
 // keeps the Autoscalers condition for the next status write. A failed
 // write never holds up the pause or the wake: it is tried again soon.
-func (s *run) quietAutoscalers(ctx context.Context, paused bool) {
-	k := s.r.KEDA
+func (r *ManagedWorkloadReconciler) quietAutoscalers(ctx context.Context, s *reconcileScope, paused bool) {
+	k := r.KEDA
 	if k == nil || (s.autoscalers != nil && s.autoscalersPaused == paused) {
 		return
 	}
@@ -156,12 +155,12 @@ func (s *run) quietAutoscalers(ctx context.Context, paused bool) {
 		so := &sos[i]
 		res := quiesce.ScaledObject(paused, so.GetAnnotations())
 		n := quiesce.Named[quiesce.ScaledObjectResult]{Name: so.GetName(), Result: res}
-		if err := s.r.writeAround(ctx, so, res.Action); err != nil {
+		if err := r.writeAround(ctx, so, res.Action); err != nil {
 			n.Failed = failure(err)
 			ctrl.LoggerFrom(ctx).Error(err, "Writing a ScaledObject", "scaledObject", klog.KObj(so))
 			s.keepSoonest(quiesceRetry)
 		} else if res.Reset {
-			s.r.Recorder.Eventf(s.mw, so, corev1.EventTypeWarning, napwakev1alpha1.EventAutoscalerReset, napwakev1alpha1.EventAutoscalerReset,
+			r.Recorder.Eventf(s.mw, so, corev1.EventTypeWarning, napwakev1alpha1.EventAutoscalerReset, napwakev1alpha1.EventAutoscalerReset,
 				"ScaledObject %s: its %s, set by Napwake, was changed or removed while paused; set back to 0", so.GetName(), napwakev1alpha1.AnnotationKEDAPausedReplicas)
 		}
 		seen = append(seen, n)
@@ -176,12 +175,12 @@ func (s *run) quietAutoscalers(ctx context.Context, paused bool) {
 // and keeps the CronJobs condition for the next
 // status write. A namespace that is not opted in has no condition, and
 // loses the CronJobs Napwake suspended while it was.
-func (s *run) quietCronJobs(ctx context.Context, self *napwakev1alpha1.Phase) {
-	if !s.r.SuspendCronJobs {
+func (r *ManagedWorkloadReconciler) quietCronJobs(ctx context.Context, s *reconcileScope, self *napwakev1alpha1.Phase) {
+	if !r.SuspendCronJobs {
 		return
 	}
 	ns := &corev1.Namespace{}
-	if err := s.r.Client.Get(ctx, types.NamespacedName{Name: s.mw.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: s.mw.Namespace}, ns); client.IgnoreNotFound(err) != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the namespace for its CronJobs")
 		return
 	}
@@ -193,7 +192,7 @@ func (s *run) quietCronJobs(ctx context.Context, self *napwakev1alpha1.Phase) {
 	allPaused := false
 	if optedIn {
 		var err error
-		if allPaused, err = s.namespacePaused(ctx, self); err != nil {
+		if allPaused, err = r.namespacePaused(ctx, s, self); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing the namespace's ManagedWorkloads for its CronJobs")
 			return
 		}
@@ -201,7 +200,7 @@ func (s *run) quietCronJobs(ctx context.Context, self *napwakev1alpha1.Phase) {
 	var cjs batchv1.CronJobList
 	readCtx, cancel := context.WithTimeout(ctx, aroundReadTimeout)
 	defer cancel()
-	if err := s.r.Client.List(readCtx, &cjs, client.InNamespace(s.mw.Namespace)); err != nil {
+	if err := r.Client.List(readCtx, &cjs, client.InNamespace(s.mw.Namespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing CronJobs")
 		s.keepSoonest(quiesceRetry)
 		return
@@ -213,7 +212,7 @@ func (s *run) quietCronJobs(ctx context.Context, self *napwakev1alpha1.Phase) {
 			Suspend: cj.Spec.Suspend != nil && *cj.Spec.Suspend, Annotations: cj.Annotations, Labels: cj.Labels,
 		})
 		n := quiesce.Named[quiesce.CronJobResult]{Name: cj.Name, Result: res}
-		if err := s.r.writeAround(ctx, cj, res.Action); err != nil {
+		if err := r.writeAround(ctx, cj, res.Action); err != nil {
 			n.Failed = failure(err)
 			ctrl.LoggerFrom(ctx).Error(err, "Writing a CronJob", "cronJob", klog.KObj(cj))
 			s.keepSoonest(quiesceRetry)
@@ -228,9 +227,9 @@ func (s *run) quietCronJobs(ctx context.Context, self *napwakev1alpha1.Phase) {
 // namespacePaused says whether every ManagedWorkload of the namespace is
 // paused, taking this one's phase as self says (its status may not be
 // written yet) and the others' from the cache.
-func (s *run) namespacePaused(ctx context.Context, self *napwakev1alpha1.Phase) (bool, error) {
+func (r *ManagedWorkloadReconciler) namespacePaused(ctx context.Context, s *reconcileScope, self *napwakev1alpha1.Phase) (bool, error) {
 	var list napwakev1alpha1.ManagedWorkloadList
-	if err := s.r.Client.List(ctx, &list, client.InNamespace(s.mw.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.mw.Namespace)); err != nil {
 		return false, err
 	}
 	var phases []napwakev1alpha1.Phase
@@ -280,21 +279,4 @@ func failure(err error) string {
 		return "forbidden: see the chart's autoscalers.keda.enabled and cronJobs.suspend"
 	}
 	return err.Error()
-}
-
-// setQuiesce sets the Autoscalers and CronJobs conditions this reconcile
-// found, and drops CronJobs for a namespace no longer opted in.
-func (s *run) setQuiesce(now metav1.Time) {
-	mw := s.mw
-	if c := s.autoscalers; c != nil {
-		setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionAutoscalers,
-			decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
-	}
-	switch c := s.cronJobs; {
-	case c != nil && s.cronJobsOff:
-		meta.RemoveStatusCondition(&mw.Status.Conditions, napwakev1alpha1.ConditionCronJobs)
-	case c != nil:
-		setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionCronJobs,
-			decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
-	}
 }

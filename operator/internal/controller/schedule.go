@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,25 +55,13 @@ func zoneName(zone string) string {
 // warnSchedule emits one InvalidSetting event for what could not be read,
 // each time that changes, not once a reconcile; once all is readable again,
 // a new problem warns again.
-func (s *run) warnSchedule() {
+func (r *ManagedWorkloadReconciler) warnSchedule(s *reconcileScope) {
 	said := strings.Join(s.sched.problems, "; ")
 	if said == "" {
-		s.r.warned.Delete(warnKey(client.ObjectKeyFromObject(s.mw), warnSchedule))
+		r.warned.Delete(warnKey(client.ObjectKeyFromObject(s.mw), warnSchedule))
 		return
 	}
-	s.warnOnce(warnSchedule, said)
-}
-
-// setSchedule writes status.schedule and the Schedule condition (removed
-// without a schedule) into mw's status, for patchStatus.
-func (s *run) setSchedule(now metav1.Time) {
-	st := &s.mw.Status
-	st.Schedule = decide.ScheduleStatus(s.sched.in, now.Time)
-	if c := s.sched.condition; c != nil {
-		setCondition(&st.Conditions, s.mw.Generation, now, napwakev1alpha1.ConditionSchedule, *c)
-		return
-	}
-	meta.RemoveStatusCondition(&st.Conditions, napwakev1alpha1.ConditionSchedule)
+	r.warnOnce(s, warnSchedule, said)
 }
 
 func scheduleEqual(a, b *napwakev1alpha1.ManagedWorkload) bool {

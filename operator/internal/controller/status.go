@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
+	"napwake.dev/operator/internal/deps"
 	"napwake.dev/operator/internal/gitops"
 )
 
@@ -27,7 +29,8 @@ import (
 //   - this reconciler: phase, pause, lastActivity(Source), pauseAt,
 //     resumedAt, lastWake, observedGeneration, dependencies (learned on the caller's
 //     reconcile's behalf by the callee's, see learn.go), and the
-//     TargetAvailable, ActivitySignals and Dependencies conditions;
+//     TargetAvailable, ActivitySignals, GitOps, Dependencies, Schedule,
+//     Autoscalers and CronJobs conditions (setConditions);
 //   - the Router: status.doorman and the WakeOnRequest condition;
 //   - the doorman: the napwake.dev/turned-away annotation, which this
 //     reconciler copies into status.turnedAway (turnedaway.go).
@@ -44,13 +47,15 @@ import (
 // whole, so a patch that changes a condition carries the others as they are
 // at that resourceVersion, which changes none of them.
 
-// patchStatus persists st, TargetAvailable=True, ActivitySignals,
-// turnedAway and observedGeneration, when any differs, as a merge patch of only those
-// fields guarded by resourceVersion.
-func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signals) error {
+// patchStatus persists, when any differs, st, what the scope keeps for the
+// next status write (usage, savings, lastWake, forecast), turnedAway,
+// observedGeneration and the conditions (setConditions), as a merge patch
+// of only those fields guarded by resourceVersion. The events and metrics
+// that must follow the write come after it.
+func (r *ManagedWorkloadReconciler) patchStatus(ctx context.Context, s *reconcileScope, st decide.State) error {
 	mw := s.mw
 	base := mw.DeepCopy()
-	now := metav1.NewTime(s.r.Clock.Now())
+	now := metav1.NewTime(r.Clock.Now())
 	applyState(&mw.Status, st)
 	if s.usage != nil {
 		mw.Status.Usage = s.usage
@@ -66,32 +71,151 @@ func (s *run) patchStatus(ctx context.Context, st decide.State, sig decide.Signa
 	}
 	copyTurnedAway(mw)
 	mw.Status.ObservedGeneration = mw.Generation
-	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
-		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
-		Message: targetFoundMessage(mw.Spec.TargetRef, s.t.templateNote),
-	})
-	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(sig))
-	gitOpsWarned := s.setGitOps(now)
-	refusal := s.setDependencies(now)
-	s.setSchedule(now)
-	s.setQuiesce(now)
+	gitOpsWarned, refusal := setConditions(r.graph(), s, now)
 	if equalStatus(base, mw) {
 		return nil
 	}
-	if err := s.r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Status().Patch(ctx, mw, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		*mw = *base
 		return fmt.Errorf("patching the status of %s: %w", klog.KObj(mw), err)
 	}
 	s.replaced(base.ResourceVersion)
 	s.usage, s.saved, s.lastWake = nil, nil, nil
-	s.forecastPersisted(s.r.Metrics)
+	r.forecastPersisted(s, r.Metrics)
 	if gitOpsWarned != "" {
-		s.r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
+		r.Recorder.Eventf(mw, s.t.obj, corev1.EventTypeWarning, napwakev1alpha1.EventReplicasManagedByGitOps,
 			napwakev1alpha1.EventReplicasManagedByGitOps, "%s", gitOpsWarned)
 	}
-	s.r.updateGraph(mw)
-	s.refused(refusal)
+	r.updateGraph(mw)
+	r.refused(s, refusal)
 	return nil
+}
+
+// setConditions sets each condition this reconciler owns, each by its own
+// function below, in this order (a condition new to the list goes last).
+// It returns what the events after the write say: the GitOps condition's
+// message when it has just turned False, and a newly refused dependency.
+func setConditions(g *deps.Graph, s *reconcileScope, now metav1.Time) (gitOpsWarned, refusal string) {
+	setTargetAvailable(s, now)
+	setActivitySignals(s, now)
+	gitOpsWarned = setGitOps(s, now)
+	refusal = setDependencies(g, s, now)
+	setSchedule(s, now)
+	setAutoscalers(s, now)
+	setCronJobs(s, now)
+	return gitOpsWarned, refusal
+}
+
+// setTargetAvailable sets TargetAvailable True: the target was read (a
+// target gone or not scalable never reaches the status write, delete.go).
+func setTargetAvailable(s *reconcileScope, now metav1.Time) {
+	mw := s.mw
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionTargetAvailable, decide.Condition{
+		Status: metav1.ConditionTrue, Reason: napwakev1alpha1.ReasonTargetFound,
+		Message: targetFoundMessage(mw.Spec.TargetRef, s.t.templateNote),
+	})
+}
+
+// setActivitySignals sets ActivitySignals from what gatherActivity read.
+func setActivitySignals(s *reconcileScope, now metav1.Time) {
+	mw := s.mw
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionActivitySignals, decide.ActivitySignals(s.sig))
+}
+
+// setGitOps sets the GitOps condition from the target's managedFields. It
+// returns the condition's message when it has just turned False, so the
+// caller warns once, after the write that records it.
+func setGitOps(s *reconcileScope, now metav1.Time) string {
+	mw := s.mw
+	if s.t.obj == nil {
+		return ""
+	}
+	prev := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionGitOps)
+	var was *metav1.Condition
+	if prev != nil {
+		c := *prev
+		was = &c
+	}
+	tool, owned := gitops.ReplicasOwner(s.t.obj.GetManagedFields())
+	c := gitops.Judge(tool, owned, mw.Status.Phase, was)
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionGitOps,
+		decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
+	if c.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse) {
+		return c.Message
+	}
+	return ""
+}
+
+// setDependencies sets the Dependencies condition, on a workload with
+// edges, a hold or the condition already, and drops learned edges unseen
+// for deps.LearnedTTL. It returns the refusal to report in an event, if the
+// condition newly says one.
+func setDependencies(g *deps.Graph, s *reconcileScope, now metav1.Time) (refusal string) {
+	mw := s.mw
+	key := deps.KeyOf(mw)
+	if d := mw.Status.Dependencies; d != nil {
+		if kept, changed := deps.Expire(d.Learned, now.Time); changed {
+			mw.Status.Dependencies = &napwakev1alpha1.DependenciesStatus{Learned: kept}
+		}
+		if len(mw.Status.Dependencies.Learned) == 0 {
+			mw.Status.Dependencies = nil
+		}
+	}
+	edges := g.Resolve(key)
+	old := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionDependencies)
+	var hold deps.Hold
+	if mw.Status.Phase == napwakev1alpha1.PhaseRunning {
+		hold = s.hold // what holds a workload matters only while it could pause for idleness
+	}
+	if len(edges) == 0 && !hold.Held && old == nil {
+		return ""
+	}
+	c := deps.Condition(edges, hold, mw.Generation, now.Time)
+	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionDependencies,
+		decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
+	if c.Status != metav1.ConditionFalse {
+		return ""
+	}
+	refusal, _, _ = strings.Cut(c.Message, "; the others still wake")
+	if old != nil && old.Status == metav1.ConditionFalse && old.Reason == c.Reason && strings.HasPrefix(old.Message, refusal) {
+		return "" // said once already
+	}
+	return refusal
+}
+
+// setSchedule writes status.schedule and the Schedule condition (removed
+// without a schedule) into mw's status, for setConditions.
+func setSchedule(s *reconcileScope, now metav1.Time) {
+	st := &s.mw.Status
+	st.Schedule = decide.ScheduleStatus(s.sched.in, now.Time)
+	if c := s.sched.condition; c != nil {
+		setCondition(&st.Conditions, s.mw.Generation, now, napwakev1alpha1.ConditionSchedule, *c)
+		return
+	}
+	meta.RemoveStatusCondition(&st.Conditions, napwakev1alpha1.ConditionSchedule)
+}
+
+// setAutoscalers sets the Autoscalers condition quietAutoscalers kept
+// (quiesce.go), once it ran.
+func setAutoscalers(s *reconcileScope, now metav1.Time) {
+	mw := s.mw
+	if c := s.autoscalers; c != nil {
+		setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionAutoscalers,
+			decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
+}
+
+// setCronJobs sets the CronJobs condition quietCronJobs kept (quiesce.go),
+// once it ran, and drops it for a namespace no longer opted in.
+func setCronJobs(s *reconcileScope, now metav1.Time) {
+	mw := s.mw
+	switch c := s.cronJobs; {
+	case c != nil && s.cronJobsOff:
+		meta.RemoveStatusCondition(&mw.Status.Conditions, napwakev1alpha1.ConditionCronJobs)
+	case c != nil:
+		setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionCronJobs,
+			decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
 }
 
 // savedBy is what a pause that kept p's replicas for d saved, ending at now.
@@ -113,30 +237,6 @@ func addSavings(so *napwakev1alpha1.SavingsStatus, add *napwakev1alpha1.SavingsS
 		}
 	}
 	return &out
-}
-
-// setGitOps sets the GitOps condition from the target's managedFields. It
-// returns the condition's message when it has just turned False, so the
-// caller warns once, after the write that records it.
-func (s *run) setGitOps(now metav1.Time) string {
-	mw := s.mw
-	if s.t.obj == nil {
-		return ""
-	}
-	prev := meta.FindStatusCondition(mw.Status.Conditions, napwakev1alpha1.ConditionGitOps)
-	var was *metav1.Condition
-	if prev != nil {
-		c := *prev
-		was = &c
-	}
-	tool, owned := gitops.ReplicasOwner(s.t.obj.GetManagedFields())
-	c := gitops.Judge(tool, owned, mw.Status.Phase, was)
-	setCondition(&mw.Status.Conditions, mw.Generation, now, napwakev1alpha1.ConditionGitOps,
-		decide.Condition{Status: c.Status, Reason: c.Reason, Message: c.Message})
-	if c.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse) {
-		return c.Message
-	}
-	return ""
 }
 
 func equalStatus(a, b *napwakev1alpha1.ManagedWorkload) bool {

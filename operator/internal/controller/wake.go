@@ -64,16 +64,16 @@ func wakeBegun(step decide.Step, now time.Time) *napwakev1alpha1.LastWakeStatus 
 }
 
 // scaledUp notes that the scale of the wake under way was written now.
-func (s *run) scaledUp(now time.Time) {
+func (r *ManagedWorkloadReconciler) scaledUp(s *reconcileScope, now time.Time) {
 	if s.mw.Status.Phase != napwakev1alpha1.PhaseResuming || s.mw.Status.ResumedAt == nil {
 		return
 	}
-	s.r.wakeScales.set(client.ObjectKeyFromObject(s.mw), s.mw.Status.ResumedAt.Time, now)
+	r.wakeScales.set(client.ObjectKeyFromObject(s.mw), s.mw.Status.ResumedAt.Time, now)
 }
 
 // wakeDone works out the timeline of the wake step ends (making it
 // Running at now) for the status write that follows.
-func (s *run) wakeDone(ctx context.Context, now time.Time) {
+func (r *ManagedWorkloadReconciler) wakeDone(ctx context.Context, s *reconcileScope, now time.Time) {
 	st := s.mw.Status
 	if st.ResumedAt == nil {
 		return
@@ -84,8 +84,8 @@ func (s *run) wakeDone(ctx context.Context, now time.Time) {
 	} else {
 		in.Source = st.LastActivitySource
 	}
-	in.ScaledAt = s.r.wakeScales.get(client.ObjectKeyFromObject(s.mw), st.ResumedAt.Time)
-	pod, err := firstReadyPod(ctx, s.r.APIReader, s.mw.Namespace, s.t, st.ResumedAt.Time)
+	in.ScaledAt = r.wakeScales.get(client.ObjectKeyFromObject(s.mw), st.ResumedAt.Time)
+	pod, err := firstReadyPod(ctx, r.APIReader, s.mw.Namespace, s.t, st.ResumedAt.Time)
 	if err != nil {
 		// The timeline never holds a wake up: it goes without its pod.
 		ctrl.LoggerFrom(ctx).Error(err, "Reading the wake's pods for its timeline")

@@ -18,13 +18,13 @@ const (
 func warnKey(key types.NamespacedName, kind string) string { return key.String() + "/" + kind }
 
 // warnOnce emits an InvalidSetting warning, once for each message of kind.
-func (s *run) warnOnce(kind, msg string) {
+func (r *ManagedWorkloadReconciler) warnOnce(s *reconcileScope, kind, msg string) {
 	key := warnKey(client.ObjectKeyFromObject(s.mw), kind)
-	if old, ok := s.r.warned.Load(key); ok && old == msg {
+	if old, ok := r.warned.Load(key); ok && old == msg {
 		return
 	}
-	s.r.warned.Store(key, msg)
-	s.r.Recorder.Eventf(s.mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventInvalidSetting, napwakev1alpha1.EventInvalidSetting, "%s", msg)
+	r.warned.Store(key, msg)
+	r.Recorder.Eventf(s.mw, nil, corev1.EventTypeWarning, napwakev1alpha1.EventInvalidSetting, napwakev1alpha1.EventInvalidSetting, "%s", msg)
 }
 
 // forgetWarnings forgets the warnings given for a ManagedWorkload gone.
