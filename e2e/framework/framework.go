@@ -40,7 +40,7 @@ var SampleAppImage = envOr("NAPWAKE_E2E_SAMPLEAPP_IMAGE", "napwake.local/napwake
 // Framework holds the clients a scenario uses.
 type Framework struct {
 	Clientset kubernetes.Interface
-	Client    client.Client
+	Client    client.WithWatch
 }
 
 // New connects to the cluster named by $KUBECONFIG.
@@ -57,7 +57,7 @@ func New() (*Framework, error) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = napwakev1alpha1.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

@@ -259,6 +259,65 @@ func (f *Framework) WatchPodReady(ctx context.Context, ns, app string) (*PodRead
 	return t, done, nil
 }
 
+// WakeTimer is when a test saw the operator's part of one wake: the
+// doorman's stamp (napwake.dev/last-request changed on the ManagedWorkload)
+// and the scale it wrote (the Deployment's spec.replicas above zero), each
+// by the test's clock as its watch event came. Both come through the same
+// API server watch, so their difference is the operator's part to within
+// the watches' jitter, where status.lastWake counts whole seconds.
+type WakeTimer struct{ Stamped, Scaled time.Time }
+
+// WatchWake starts watching the ManagedWorkload and Deployment name in ns
+// for the next wake; done closes once both moments were seen or ctx ends.
+// Call it before the request that wakes it.
+func (f *Framework) WatchWake(ctx context.Context, ns, name string) (*WakeTimer, <-chan struct{}, error) {
+	mws, err := f.Client.Watch(ctx, &napwakev1alpha1.ManagedWorkloadList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching ManagedWorkload %s/%s: %w", ns, name, err)
+	}
+	deps, err := f.Clientset.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		mws.Stop()
+		return nil, nil, fmt.Errorf("watching Deployment %s/%s: %w", ns, name, err)
+	}
+	t := &WakeTimer{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer mws.Stop()
+		defer deps.Stop()
+		stamp, seen := "", false
+		for t.Stamped.IsZero() || t.Scaled.IsZero() {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-mws.ResultChan():
+				mw, isMW := ev.Object.(*napwakev1alpha1.ManagedWorkload)
+				if !ok {
+					return
+				}
+				if !isMW || !t.Stamped.IsZero() {
+					continue
+				}
+				now, v := time.Now(), mw.Annotations[napwakev1alpha1.AnnotationLastRequest]
+				if seen && v != stamp {
+					t.Stamped = now
+				}
+				stamp, seen = v, true
+			case ev, ok := <-deps.ResultChan():
+				d, isDep := ev.Object.(*appsv1.Deployment)
+				if !ok {
+					return
+				}
+				if isDep && t.Scaled.IsZero() && d.Spec.Replicas != nil && *d.Spec.Replicas > 0 {
+					t.Scaled = time.Now()
+				}
+			}
+		}
+	}()
+	return t, done, nil
+}
+
 // DialAndRead connects to addr, optionally sends nothing for a while, and
 // returns the first line the server sends (for server-speaks-first apps).
 func DialAndRead(ctx context.Context, addr string, timeout time.Duration) (string, time.Duration, error) {
