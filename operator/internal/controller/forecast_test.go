@@ -91,6 +91,23 @@ func (f *fixture) come() {
 	}
 }
 
+// preWokenAndUsed, after learnWeek, lets the pre-wake of the day after
+// wake the workload, Ready resumeTakes later, and has a person come at the
+// usual time (busy:30), which it returns.
+func (f *fixture) preWokenAndUsed(busy time.Time) time.Time {
+	f.t.Helper()
+	arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
+	f.clock.SetTime(arrive.Add(-(resumeTakes + time.Minute)))
+	f.reconcile()
+	f.clock.Step(resumeTakes)
+	f.followSpec()
+	f.reconcile()
+	f.clock.SetTime(arrive)
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
+	f.reconcile()
+	return arrive
+}
+
 // drain forgets the events so far.
 func (f *fixture) drain() {
 	for {
@@ -191,16 +208,7 @@ func TestARestartedOperatorKeepsTheLearnedWeek(t *testing.T) {
 func TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap(t *testing.T) {
 	f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true}, 10*time.Minute)
 	f.learnWeek(busy, comeback)
-	arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
-	// The pre-wake wakes it, and a person comes at hh:30.
-	f.clock.SetTime(arrive.Add(-(resumeTakes + time.Minute)))
-	f.reconcile()
-	f.clock.Step(resumeTakes)
-	f.followSpec()
-	f.reconcile()
-	f.clock.SetTime(arrive)
-	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
-	f.reconcile()
+	arrive := f.preWokenAndUsed(busy)
 	f.drain()
 	held := f.forecastStatus().Figures.AwakeSeconds[holdReason] // the holds while learning
 	f.clock.SetTime(arrive.Add(10 * time.Minute))               // idle for idleAfter
@@ -466,17 +474,9 @@ func TestMaxExtraAwakeReadsTheBudget(t *testing.T) {
 			one := int32(1)
 			f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, MaxExtraAwake: &one}, 10*time.Minute)
 			f.learnWeek(busy, comeback)
-			// As in TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap: the
-			// pre-wake, a person at the usual time, idle for idleAfter.
-			arrive := busy.AddDate(0, 0, learnDays).Add(30 * time.Minute)
-			f.clock.SetTime(arrive.Add(-(resumeTakes + time.Minute)))
-			f.reconcile()
-			f.clock.Step(resumeTakes)
-			f.followSpec()
-			f.reconcile()
-			f.clock.SetTime(arrive)
-			f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastActivity, f.stamp())
-			f.reconcile()
+			// As in TestTheHoldKeepsAWorkloadAwakeThroughAUsualGap: then
+			// idle for idleAfter.
+			arrive := f.preWokenAndUsed(busy)
 			mw := f.managedWorkload()
 			tc.budget.At = metav1.NewTime(arrive)
 			mw.Status.Forecast.Tally.Budget = tc.budget
