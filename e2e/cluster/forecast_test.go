@@ -123,7 +123,7 @@ func scenarioForecastHold(ctx context.Context, ns string) {
 		g.Expect(l).NotTo(BeNil(), "status.forecast.last names the hold")
 		g.Expect(l.Action).To(Equal(napwakev1alpha1.ForecastActionHold))
 		g.Expect(l.At.Time).To(BeTemporally(">=", second.Add(-time.Second)), "a hold after the second wake")
-	}).WithTimeout(forecastIdleAfter+45*time.Second).WithPolling(time.Second).Should(Succeed(), "the forecast holds it at idleAfter")
+	}).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), "the forecast holds it at idleAfter (after the app's CPU, too, went quiet)")
 	Expect(got.Status.Forecast.Last.Observed).To(BeFalse(), "acted on, not only observed")
 	msgs, err := fw.EventMessages(ctx, ns, "ManagedWorkload", app.Name, napwakev1alpha1.EventForecastHold)
 	Expect(err).NotTo(HaveOccurred())
