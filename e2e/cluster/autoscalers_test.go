@@ -26,7 +26,7 @@ var _ = Describe("Napwake beside the autoscalers already there", func() {
 	})
 })
 
-// scenarioHPA (issue 32 item 2, docs/pause.md "Under an HPA"): the
+// scenarioHPA (docs/pause.md "Under an HPA"): the
 // controller-manager's HPA controller, fed by metrics-server, stops acting
 // on a target at zero replicas (ScalingActive False ScalingDisabled), so a
 // pause holds; the wake restores the count the pause saved, within the

@@ -17,7 +17,7 @@
 # NAPWAKE_BENCH_CPUPROFILE=FILE writes a CPU profile of the doorman process
 # while it passes the held callers on (go tool pprof -top).
 # NAPWAKE_BENCH_ONLY=podready runs only the wake on a pod Ready by its own
-# status (issue 35: 256 held, doorman p99 at most 1.2 times the bare
+# status (target: 256 held, doorman p99 at most 1.2 times the bare
 # dialler's) and prints its section instead of writing the report
 # (make bench-podready); it needs KUBEBUILDER_ASSETS, not HAProxy.
 set -euo pipefail
@@ -52,7 +52,7 @@ podready_section() {
 	echo "|---|---|---|---|---|---|---|"
 	kube_bench "$log" TestWakeOnPodReadyThroughTheWatch NAPWAKE_PODREADY_HELD=1,50,256 NAPWAKE_PODREADY_ROUNDS=5 || return 1
 	echo
-	echo "Target (issue 35, item 2): with 256 held, the doorman's p99 at most 1.2 times the bare dialler's."
+	echo "Target: with 256 held, the doorman's p99 at most 1.2 times the bare dialler's."
 }
 
 if [[ ${NAPWAKE_BENCH_ONLY:-} == podready ]]; then
@@ -177,7 +177,7 @@ ulimit -n 16384 2>/dev/null || true
 	echo
 	podready_section "$tmp/podready.log" || exit 1
 	echo
-	echo "Targets (issue 5): throughput at least HAProxy's; added latency no more than HAProxy's; at most 8 KiB resident per held connection;"
+	echo "Targets: throughput at least HAProxy's; added latency no more than HAProxy's; at most 8 KiB resident per held connection;"
 	echo "wake to first byte p99 at most 20 ms with 1, 50 and 256 held."
 } > "$tmp/report.md"
 mkdir -p "$(dirname "$out")"
