@@ -74,8 +74,9 @@ func (fc *forecastRun) mode() napwakev1alpha1.ForecastMode {
 
 // loadForecast sets s.fc from spec.forecast and status.forecast, brought up
 // to now. Every workload learns (docs/forecast.md#what-it-keeps): with no
-// spec.forecast it learns in UTC and acts on nothing (learnOnly). s.fc is
-// nil only when spec.forecast.timeZone is unknown.
+// spec.forecast it learns in UTC and acts on nothing (learnOnly); with an
+// unknown spec.forecast.timeZone the forecast is off (InvalidSetting) and
+// it goes on learning, acting on nothing, in the zone it learned in.
 func (r *ManagedWorkloadReconciler) loadForecast(ctx context.Context, s *reconcileScope, now time.Time) {
 	mw := s.mw
 	s.fc = nil
@@ -83,15 +84,23 @@ func (r *ManagedWorkloadReconciler) loadForecast(ctx context.Context, s *reconci
 	if mw.Spec.Forecast != nil {
 		spec = *mw.Spec.Forecast
 	}
+	learnOnly := mw.Spec.Forecast == nil
 	zone := cmp.Or(spec.TimeZone, "UTC")
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
-		r.warnOnce(s, warnZone, fmt.Sprintf("spec.forecast.timeZone %q is not a known IANA zone: the forecast is off", zone))
-		return
+		r.warnOnce(s, warnZone, fmt.Sprintf("spec.forecast.timeZone %q is not a known IANA zone: the forecast is off (it goes on learning)", zone))
+		spec, learnOnly = napwakev1alpha1.ForecastSpec{}, true
+		if mw.Status.Forecast != nil {
+			zone = mw.Status.Forecast.TimeZone
+		}
+		if loc, err = time.LoadLocation(cmp.Or(zone, "UTC")); err != nil {
+			loc = time.UTC
+		}
+	} else {
+		r.warned.Delete(warnKey(client.ObjectKeyFromObject(mw), warnZone)) // a zone fixed and broken again warns again
 	}
-	r.warned.Delete(warnKey(client.ObjectKeyFromObject(mw), warnZone)) // a zone fixed and broken again warns again
 	fc := &forecastRun{
-		asked: map[string]forecast.Decision{}, spec: spec, learnOnly: mw.Spec.Forecast == nil, now: now,
+		asked: map[string]forecast.Decision{}, spec: spec, learnOnly: learnOnly, now: now,
 		idleAfter: r.idleAfter(s), ask: mw.Spec.Wake.Mode == napwakev1alpha1.WakeAsk,
 	}
 	st := mw.Status.Forecast

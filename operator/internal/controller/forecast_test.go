@@ -325,11 +325,21 @@ func TestRobotsTurnedAwayDoNotTeachTheForecast(t *testing.T) {
 }
 
 func TestBadForecastSettingsAreReportedNotFatal(t *testing.T) {
-	t.Run("an unknown zone turns the forecast off with InvalidSetting", func(t *testing.T) {
-		f, _ := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Mars/Olympus_Mons"}, 10*time.Minute)
-		f.wantEvent(napwakev1alpha1.EventInvalidSetting, `spec.forecast.timeZone "Mars/Olympus_Mons" is not a known IANA zone: the forecast is off`)
-		if fs := f.managedWorkload().Status.Forecast; fs != nil {
-			t.Errorf("status.forecast %+v with the forecast off", fs)
+	t.Run("an unknown zone turns the forecast off with InvalidSetting; it goes on learning", func(t *testing.T) {
+		f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Mars/Olympus_Mons"}, 10*time.Minute)
+		f.wantEvent(napwakev1alpha1.EventInvalidSetting, `spec.forecast.timeZone "Mars/Olympus_Mons" is not a known IANA zone: the forecast is off (it goes on learning)`)
+		f.learnWeek(busy, comeback)
+		fs := f.forecastStatus()
+		w, err := napwakev1alpha1.ReadForecastState(fs.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := busy.AddDate(0, 0, learnDays-1).Add(30*time.Minute + comeback)
+		if !w.LastPerson.Equal(last) || fs.TimeZone != "UTC" {
+			t.Errorf("learned: last person %v, zone %q; want %v, UTC", w.LastPerson, fs.TimeZone, last)
+		}
+		if fs.Last != nil || fs.NextPreWake != nil || fs.Figures.ForecastWakes != 0 || fs.Figures.AwakeSeconds[holdReason] != 0 {
+			t.Errorf("with the forecast off: last %+v, next pre-wake %+v, figures %+v; want no action", fs.Last, fs.NextPreWake, fs.Figures)
 		}
 	})
 	t.Run("an older operator's hourly status.forecast is no history yet, reported once", func(t *testing.T) {
