@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,9 +58,12 @@ var errCrash = errors.New("operator crashed before this write")
 
 // crashingClient is the real client that makes the first budget writes and
 // then "crashes": every later write fails with errCrash and is not made.
+// A wake's status and scale go at once (patchStatusAndScale): with one
+// write left, which of the two is made is up to the race, as in a crash.
 type crashingClient struct {
 	client.Client
 	budget int
+	mu     sync.Mutex
 	writes int
 	// dead is set by the first write refused: the operator died there,
 	// whether or not the caller passed the error on.
@@ -66,6 +71,8 @@ type crashingClient struct {
 }
 
 func (c *crashingClient) write() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.budget >= 0 && c.writes >= c.budget {
 		c.dead = true
 		return errCrash
@@ -140,4 +147,56 @@ func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client
 		return nil
 	}
 	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// wakeSpy is the real client that counts live reads of the scale
+// subresource and holds the first status write until a scale write is
+// seen, for up to a few seconds: a status write made with the scale's
+// at once passes at once, one made before it is marked alone.
+type wakeSpy struct {
+	client.Client
+	scaleReads atomic.Int32
+	scaled     chan struct{}
+	once       sync.Once
+	alone      atomic.Bool
+}
+
+func newWakeSpy(c client.Client) *wakeSpy { return &wakeSpy{Client: c, scaled: make(chan struct{})} }
+
+func (c *wakeSpy) Status() client.SubResourceWriter { return c.SubResource("status") }
+
+func (c *wakeSpy) SubResource(name string) client.SubResourceClient {
+	return &wakeSpySub{SubResourceClient: c.Client.SubResource(name), c: c, name: name}
+}
+
+type wakeSpySub struct {
+	client.SubResourceClient
+	c    *wakeSpy
+	name string
+}
+
+func (s *wakeSpySub) Get(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceGetOption) error {
+	if s.name == "scale" {
+		s.c.scaleReads.Add(1)
+	}
+	return s.SubResourceClient.Get(ctx, obj, sub, opts...)
+}
+
+func (s *wakeSpySub) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	err := s.SubResourceClient.Update(ctx, obj, opts...)
+	if s.name == "scale" && err == nil {
+		s.c.once.Do(func() { close(s.c.scaled) })
+	}
+	return err
+}
+
+func (s *wakeSpySub) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if s.name == "status" {
+		select {
+		case <-s.c.scaled:
+		case <-time.After(3 * time.Second):
+			s.c.alone.Store(true)
+		}
+	}
+	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
 }

@@ -381,7 +381,7 @@ func (r *ManagedWorkloadReconciler) takeSteps(ctx context.Context, s *reconcileS
 				r.wakeDone(ctx, s, in.Now)
 			}
 			r.forecastStepped(s, in, step)
-			if err := r.patchStatus(ctx, s, step.State); err != nil {
+			if err := r.patchStatusAndScale(ctx, s, step); err != nil {
 				return requeueOnConflict(err)
 			}
 			r.announceStep(s, step)
@@ -399,19 +399,54 @@ func (r *ManagedWorkloadReconciler) takeSteps(ctx context.Context, s *reconcileS
 			if err != nil {
 				return requeueOnConflict(err)
 			}
-			if step.Replicas > 0 {
-				// Release them only after: the wake's count is the one the
-				// pause saved, whatever paused-replicas said meanwhile.
-				r.quietAutoscalers(ctx, s, false)
-			}
-			if step.Replicas > 0 {
-				r.scaledUp(s, r.Clock.Now())
-			}
-			ctrl.LoggerFrom(ctx).V(1).Info("Scaled target", "from", before, "to", step.Replicas)
-			s.t.replicas, s.live = step.Replicas, true
+			r.scaled(ctx, s, before, step.Replicas, r.Clock.Now())
 		}
 	}
 	return reconcile.Result{RequeueAfter: time.Second}, nil
+}
+
+// scaled follows a scale to replicas written at at, from before.
+func (r *ManagedWorkloadReconciler) scaled(ctx context.Context, s *reconcileScope, before, replicas int32, at time.Time) {
+	if replicas > 0 {
+		// Release the ScaledObjects only after: the wake's count is the
+		// one the pause saved, whatever paused-replicas said meanwhile.
+		r.quietAutoscalers(ctx, s, false)
+		r.scaledUp(s, at)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Scaled target", "from", before, "to", replicas)
+	s.t.replicas, s.live = replicas, true
+}
+
+// patchStatusAndScale persists step.State and, for a wake that has one
+// (decide.Step.ScaleAlong), writes its scale at the same time: a caller
+// held at the doorman waits for the slower of the two writes rather than
+// for both in a row. Either may fail alone; the next reconcile finishes
+// the wake from what did land (docs/design/pause-wake.md#the-wakes-two-writes).
+func (r *ManagedWorkloadReconciler) patchStatusAndScale(ctx context.Context, s *reconcileScope, step decide.Step) error {
+	if step.ScaleAlong <= 0 {
+		return r.patchStatus(ctx, s, step.State)
+	}
+	var (
+		before   int32
+		scaleErr error
+		at       time.Time
+	)
+	// The scale works on its own copy of the target: the status write
+	// reads s.t meanwhile (its value methods copy it whole).
+	t := s.t
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		before, scaleErr = scaleTo(ctx, r.Client, &t, step.ScaleAlong)
+		at = r.Clock.Now()
+	}()
+	statusErr := r.patchStatus(ctx, s, step.State)
+	<-done
+	s.t.scale = t.scale
+	if scaleErr == nil {
+		r.scaled(ctx, s, before, step.ScaleAlong, at)
+	}
+	return errors.Join(statusErr, scaleErr)
 }
 
 // routesLeft says whether status.doorman still names routes.

@@ -116,24 +116,42 @@ func podsLeft(ctx context.Context, r client.Reader, namespace string, t target) 
 	return len(pods.Items) > 0, nil
 }
 
-// scaleTo sets the target's replicas through the scale subresource. The
-// scale is read live (unless t.scale holds one read in this reconcile) and
-// written back with its resourceVersion, so a concurrent edit of the
-// workload makes the write fail with a conflict (retried by the caller's
-// requeue) instead of being overwritten. It returns the replicas the target
+// scaleTo sets the target's replicas through the scale subresource. Every
+// write carries the resourceVersion of what it was decided from, so a
+// concurrent edit of the workload makes it fail with a conflict instead of
+// being overwritten. A pause reads the scale live first (unless t.scale
+// holds one read in this reconcile); a wake first writes from the target as
+// read with the reconcile, saving the read on the held caller's path, and
+// reads live only when that write conflicts. A conflict of the live write
+// is retried by the caller's requeue. It returns the replicas the target
 // had before.
 func scaleTo(ctx context.Context, c client.Client, t *target, replicas int32) (before int32, err error) {
 	scale := t.scale
 	t.scale = nil // used once: after this write its resourceVersion is old
+	if scale == nil && replicas > 0 {
+		// A wake first writes from what was read with the target: the
+		// scale subresource shares the workload's resourceVersion, so
+		// the write is refused with a conflict unless the workload is
+		// still as read, and is then made from a live read.
+		before, err = writeScale(ctx, c, t, cachedScale(t), replicas)
+		if !apierrors.IsConflict(err) {
+			return before, err
+		}
+	}
 	if scale == nil {
 		if _, err := liveReplicas(ctx, c, t); err != nil {
 			return 0, err
 		}
 		scale, t.scale = t.scale, nil
 	}
+	return writeScale(ctx, c, t, scale, replicas)
+}
+
+// writeScale writes replicas into scale, as read, unless that would scale
+// down a wake: a wake never scales down what someone scaled up further.
+func writeScale(ctx context.Context, c client.Client, t *target, scale *autoscalingv1.Scale, replicas int32) (before int32, err error) {
 	before = scale.Spec.Replicas
 	if before == replicas || (replicas > 0 && before > replicas) {
-		// A wake never scales down what someone scaled up further.
 		return before, nil
 	}
 	scale.Spec.Replicas = replicas
@@ -141,6 +159,15 @@ func scaleTo(ctx context.Context, c client.Client, t *target, replicas int32) (b
 		return before, fmt.Errorf("scaling %s to %d: %w", client.ObjectKeyFromObject(t.obj), replicas, err)
 	}
 	return before, nil
+}
+
+// cachedScale is the target's scale as read with it (maybe from the
+// cache), with the target's resourceVersion as the write's precondition.
+func cachedScale(t *target) *autoscalingv1.Scale {
+	return &autoscalingv1.Scale{
+		ObjectMeta: metav1.ObjectMeta{Name: t.obj.GetName(), Namespace: t.obj.GetNamespace(), ResourceVersion: t.obj.GetResourceVersion()},
+		Spec:       autoscalingv1.ScaleSpec{Replicas: t.replicas},
+	}
 }
 
 // liveReplicas reads spec.replicas through the scale subresource, bypassing

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
@@ -166,5 +167,73 @@ func TestWakeSignalIsTheWakesOwnEvenADoormanSecondLate(t *testing.T) {
 		if ok != tc.ok || (ok && !at.Equal(tc.w.StartedAt.Time)) {
 			t.Errorf("%s: wakeSignal = %v, %v; want ok %v", tc.name, at, ok, tc.ok)
 		}
+	}
+}
+
+// TestARequestsWakeWritesItsScaleBesideItsStatus: the wake a request
+// begins writes its Resuming status and its scale at once, the scale from
+// the Deployment as the reconcile read it, with no live read of the scale
+// (docs/design/pause-wake.md#the-wakes-two-writes). The spy holds the
+// status write until the scale's is seen: in a row, it would wait alone.
+func TestARequestsWakeWritesItsScaleBesideItsStatus(t *testing.T) {
+	f := newFixture(t, 3)
+	f.runToRunning()
+	f.pauseIt()
+	spy := newWakeSpy(k8s)
+	f.r = f.reconciler(spy)
+	f.clock.Step(time.Minute)
+	f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastRequest, f.stamp())
+	f.reconcile()
+	if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhaseResuming {
+		t.Fatalf("phase %q, want Resuming", p)
+	}
+	if got := replicasOf(f.deployment().Spec.Replicas); got != 3 {
+		t.Fatalf("replicas %d, want the saved 3", got)
+	}
+	if spy.alone.Load() {
+		t.Error("the status write went alone: the scale was written only after it")
+	}
+	if n := spy.scaleReads.Load(); n != 0 {
+		t.Errorf("the scale was read live %d times on the wake's path, want 0", n)
+	}
+	f.wantEvent(napwakev1alpha1.EventWaking, "request")
+}
+
+// TestAWakeFromAStaleReadScalesFromALiveOne: when the Deployment changed
+// since the reconcile read it, the wake's first scale write is refused
+// (its resourceVersion is old) and the wake reads the scale live and goes
+// on in the same reconcile: to the saved count, or not at all when someone
+// scaled it up further meanwhile.
+func TestAWakeFromAStaleReadScalesFromALiveOne(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		other, want  int32
+		otherReplica bool
+	}{
+		{name: "someone annotated it", want: 3},
+		{name: "someone scaled it to 5", other: 5, want: 5, otherReplica: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 3)
+			f.runToRunning()
+			f.pauseIt()
+			f.r.Client = &interferingClient{Client: k8s, before: func() {
+				d := f.deployment()
+				d.Annotations = map[string]string{"example.com/touched": "yes"}
+				if tc.otherReplica {
+					d.Spec.Replicas = ptr.To(tc.other)
+				}
+				must(t, k8s.Update(f.ctx, d))
+			}}
+			f.clock.Step(time.Minute)
+			f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastRequest, f.stamp())
+			f.reconcile()
+			if got := replicasOf(f.deployment().Spec.Replicas); got != tc.want {
+				t.Fatalf("replicas %d after one reconcile, want %d", got, tc.want)
+			}
+			if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhaseResuming {
+				t.Fatalf("phase %q, want Resuming", p)
+			}
+		})
 	}
 }

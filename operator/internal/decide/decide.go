@@ -32,9 +32,12 @@
 //
 // So a pause is: persist the pause → Route → Scale to 0 → Wait for the pods
 // to go → persist Paused; and a wake: persist Resuming → Scale up → Wait for
-// a Ready pod → Unroute → persist Running. Route and Unroute are asked for
-// once a reconcile (Input.Routed, Input.Unrouted): both are safe to repeat,
-// so a crash after either only repeats it.
+// a Ready pod → Unroute → persist Running. A wake by an annotation
+// (last-request, last-activity, wake-requested) makes its first two writes
+// at once (Step.ScaleAlong).
+// Route and Unroute are asked for once a reconcile (Input.Routed,
+// Input.Unrouted): both are safe to repeat, so a crash after either only
+// repeats it.
 //
 // Dependents (docs/design/dependencies.md#holding-awake) enter through Input.Dependents:
 // a dependent's wake that reaches the workload wakes it while Paused or
@@ -420,8 +423,23 @@ func startWake(in Input, now time.Time, why signal) Step {
 	if why.at.After(next.LastActivity) {
 		next.LastActivity, next.LastActivitySource = why.at, why.source
 	}
-	return Step{Kind: PatchStatus, State: next, Woken: why.source, WokenAt: why.at, PausedFor: now.Sub(in.State.Pause.StartedAt.Time),
+	s := Step{Kind: PatchStatus, State: next, Woken: why.source, WokenAt: why.at, PausedFor: now.Sub(in.State.Pause.StartedAt.Time),
 		Event: normal(napwakev1alpha1.EventWaking, "Waking, woken by "+why.who()+": restoring "+itoa(WantReplicas(in.State.Pause))+" replicas")}
+	if want := WantReplicas(in.State.Pause); in.Target.Replicas < want && signalStays(why.source) {
+		s.ScaleAlong = want
+	}
+	return s
+}
+
+// signalStays says whether a wake by source is read again from the
+// ManagedWorkload by the next reconcile whatever was written (its
+// annotations), so the wake's scale may go beside its status write.
+func signalStays(source string) bool {
+	switch source {
+	case napwakev1alpha1.SourceRequest, napwakev1alpha1.SourceAnnotation, napwakev1alpha1.SourceWakeRequested:
+		return true
+	}
+	return false
 }
 
 func resuming(in Input, now time.Time, latest signal) Step {

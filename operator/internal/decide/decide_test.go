@@ -488,3 +488,30 @@ func eq[T comparable](t *testing.T, got, want T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestAWakeWhoseSignalStaysScalesBesideItsStatus: a wake by a request's
+// stamp, last-activity or wake-requested, each read again from the
+// ManagedWorkload's annotations by the next reconcile, carries its scale (ScaleAlong) so the reconciler writes
+// both at once; a wake by anything else, or one whose target is already
+// up, does not.
+func TestAWakeWhoseSignalStaysScalesBesideItsStatus(t *testing.T) {
+	pausedState, pausingState, _ := cycleStates()
+	zero := Target{Found: true}
+	ann := func(k string) map[string]string { return map[string]string{k: stamp(0)} }
+	along := func(want int32) func(t *testing.T, s Step) {
+		return func(t *testing.T, s Step) {
+			t.Helper()
+			wantPatch(t, s, napwakev1alpha1.PhaseResuming)
+			eq(t, s.ScaleAlong, want)
+		}
+	}
+	runNext(t, []nextCase{
+		{name: "a request wakes a Paused workload with its scale along", in: Input{State: pausedState, Annotations: ann(napwakev1alpha1.AnnotationLastRequest), Target: zero}, check: along(2)},
+		{name: "wake-requested, too", in: Input{State: pausedState, Annotations: ann(napwakev1alpha1.AnnotationWakeRequested), Target: zero}, check: along(2)},
+		{name: "a request calling off a pause already at 0, too", in: Input{State: pausingState, Annotations: ann(napwakev1alpha1.AnnotationLastRequest), Target: zero}, check: along(2)},
+		{name: "not a request calling off a pause still up", in: Input{State: pausingState, Annotations: ann(napwakev1alpha1.AnnotationLastRequest), Target: up}, check: along(0)},
+		{name: "last-activity, too", in: Input{State: pausedState, Annotations: ann(napwakev1alpha1.AnnotationLastActivity), Target: zero}, check: along(2)},
+		{name: "not a Prometheus query: its answer is not kept", in: Input{State: pausedState, QueryActive: true, Target: zero}, check: along(0)},
+		{name: "not someone else's scale: it is the scale", in: Input{State: pausedState, Target: up}, check: along(0)},
+	})
+}

@@ -65,6 +65,15 @@ type Step struct {
 	WokenAt time.Time
 	// PausedFor is how long the ended pause lasted, with Woken.
 	PausedFor time.Duration
+	// ScaleAlong, on the PatchStatus that begins a wake, is the count the
+	// Scale step after it would write; the reconciler writes that scale
+	// beside the status rather than after it, so a held caller waits for
+	// one write, not two. Only a wake whose signal stays on the
+	// ManagedWorkload (last-request, last-activity, wake-requested) has
+	// it: should the scale land and the status write not, the next
+	// reconcile reads that signal again and begins the same wake, by the
+	// same source (docs/design/pause-wake.md#the-wakes-two-writes).
+	ScaleAlong int32
 	// ResumeTook is wake → Ready, when this step makes it Running.
 	ResumeTook time.Duration
 	// RequeueAfter is when to look again if nothing else happens (Wait).
