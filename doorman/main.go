@@ -148,7 +148,7 @@ func runUntil(stop context.Context, args []string) error {
 
 	m := metrics.New()
 	table := proxy.NewTable()
-	hooks := kube.NewHooks(c, recorder, serverClock, log.WithName("hooks"))
+	hooks := kube.NewHooks(c, recorder, serverClock, log.WithName("hooks")).ReadFirstFrom(cache)
 	var wakeKey *kube.WakeKey
 	var keys proxy.Keys
 	if cfg.WakeKeySecret != "" {

@@ -45,21 +45,40 @@ func (h *Hooks) Click(ctx context.Context, w proxy.Workload, service string, fro
 var errKeptChanging = errors.New("it kept changing")
 
 // stampRequest stamps last-request and last-request-from on w's
-// ManagedWorkload, read from the API server (not the cache), unless skip
-// says it needs none; the patch is guarded by the resourceVersion read,
-// and a conflict reads again, at most clickAttempts times. It emits
-// WokenByRequest with the message given once it stamped, and reports
-// whether it did.
+// ManagedWorkload unless skip says it needs none. The patch is guarded by
+// the resourceVersion of the copy it was decided from, and a conflict
+// reads again, at most clickAttempts times from the API server. With a
+// cache (ReadFirstFrom), the first try reads the cache: when it is current
+// the stamp costs one write and no read on the held caller's path; when it
+// is behind, the guarded patch is refused with a conflict and the API
+// server is read. Only the API server's copy may say no stamp is needed: a
+// cache behind could say so wrongly and leave the caller held for nothing.
+// It emits WokenByRequest with the message given once it stamped, and
+// reports whether it did.
 func (h *Hooks) stampRequest(ctx context.Context, w proxy.Workload, from netip.Addr,
 	skip func(*napwakev1alpha1.ManagedWorkload, time.Time) bool, event string, args ...any) (bool, error) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	readers := make([]client.Reader, 0, clickAttempts+1)
+	if h.cached != nil {
+		readers = append(readers, h.cached)
+	}
 	for range clickAttempts {
+		readers = append(readers, h.client)
+	}
+	for i, r := range readers {
+		fromCache := h.cached != nil && i == 0
 		var mw napwakev1alpha1.ManagedWorkload
-		if err := h.client.Get(ctx, key, &mw); err != nil {
+		if err := r.Get(ctx, key, &mw); err != nil {
+			if fromCache {
+				continue
+			}
 			return false, fmt.Errorf("getting ManagedWorkload %s: %w", key, err)
 		}
 		now := h.clock.Now()
 		if skip(&mw, now) {
+			if fromCache {
+				continue
+			}
 			return false, nil
 		}
 		orig := mw.DeepCopy()

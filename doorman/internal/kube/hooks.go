@@ -25,6 +25,7 @@ import (
 // Hooks does in Kubernetes what the proxy asks: it implements proxy.Hooks.
 type Hooks struct {
 	client   client.Client
+	cached   client.Reader // nil: every read goes to the API server
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	log      logr.Logger
@@ -49,14 +50,22 @@ func NewHooks(c client.Client, recorder record.EventRecorder, clk clock.PassiveC
 		lastWarn: map[string]time.Time{}, turnedAway: map[turnedKey]int64{}}
 }
 
+// ReadFirstFrom makes a wake's stamp read r (the doorman's informer cache
+// of ManagedWorkloads) before the API server: see stampRequest. It returns
+// h.
+func (h *Hooks) ReadFirstFrom(r client.Reader) *Hooks {
+	h.cached = r
+	return h
+}
+
 // Wake stamps last-request and last-request-from on the workload and emits
 // WokenByRequest naming the Service, once per pause whichever doorman pod
-// and however many callers: it reads the ManagedWorkload from the API
-// server, not the cache, and stamps nothing when the workload is no longer
-// Paused or Pausing, or when its last-request is in this pause and within
-// onewake.WakeStands (another pod stamped it); otherwise it patches guarded
-// by the resourceVersion it read, reading again on a conflict, so of two
-// pods waking at once one stamps and the other sees its stamp.
+// and however many callers: it stamps nothing when the API server's copy
+// of the ManagedWorkload is no longer Paused or Pausing, or has its
+// last-request in this pause and within onewake.WakeStands (another pod
+// stamped it); otherwise it patches guarded by the resourceVersion it
+// read (maybe from the cache: stampRequest), reading again on a conflict,
+// so of two pods waking at once one stamps and the other sees its stamp.
 func (h *Hooks) Wake(ctx context.Context, w proxy.Workload, service string, from netip.Addr) error {
 	_, err := h.stampRequest(ctx, w, from, stamped, "Woken by a request to Service %s", service)
 	return err

@@ -107,7 +107,7 @@ func TestTwoTenantsClaimingOnePortAreBothRefusedAndWarned(t *testing.T) {
 
 	// The operator repairs it: nsB's route moves to a port of its own.
 	mw := &napwakev1alpha1.ManagedWorkload{}
-	if err := k8s.Get(context.Background(), keyOf(nsB, "api"), mw); err != nil {
+	if err := k8s.Get(context.Background(), apiKey(nsB), mw); err != nil {
 		t.Fatal(err)
 	}
 	mw.Status.Doorman.Routes[0].DoormanPort = int32(moved)
@@ -118,7 +118,8 @@ func TestTwoTenantsClaimingOnePortAreBothRefusedAndWarned(t *testing.T) {
 	dialPort(t, shared)
 }
 
-func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+// apiKey is the key of the test workload "api" in ns.
+func apiKey(ns string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: "api"} }
 
 // A Service port no route names any more stays watched while its port
 // lingers and drains, then leaves the watch and the table; one routed
