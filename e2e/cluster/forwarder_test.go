@@ -163,7 +163,7 @@ func scenarioNEGForwarder(ctx context.Context, ns string) {
 	// A caller through the ClusterIP meets kube-proxy's rules, which follow
 	// the slice after kube-proxy's sync, as a load balancer's NEG would.
 	Eventually(func() (bool, error) { return framework.KubeProxyLeadsTo(ctx, ns, app.Name, forwarders, 8080) }).
-		WithTimeout(time.Minute).Should(BeTrue(), "kube-proxy sends the Service to the forwarders")
+		WithTimeout(time.Minute).Should(BeTrue(), "kube-proxy sends the Service to the forwarders, and nowhere else")
 
 	// From the node, through kube-proxy, as a load balancer's request would come.
 	resp, err := framework.HTTPGet(ctx, serviceURL(app.Name, ns, "/"), map[string]string{"User-Agent": "e2e-client/1"}, 2*time.Minute)

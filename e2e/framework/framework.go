@@ -50,6 +50,11 @@ func New() (*Framework, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig (set KUBECONFIG; make e2e does): %w", err)
 	}
+	// client-go's default of 5 requests a second (burst 10) would throttle
+	// the suite's own polls: a spec reading three Services' slices every
+	// 50 ms waited 600 ms a round on its own client, long enough to miss
+	// a state that lasted a second.
+	cfg.QPS, cfg.Burst = 200, 400
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

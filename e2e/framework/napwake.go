@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,6 +105,67 @@ func (f *Framework) DoormanSliceAddresses(ctx context.Context, ns, service strin
 	}
 	sort.Strings(addrs)
 	return addrs, nil
+}
+
+// WatchSlicesLeave watches Napwake's EndpointSlices in ns and sends, once,
+// the moment every one of services was seen without ip among its Ready
+// endpoints. A watch sees every update, where polling a list can miss a
+// state that lasts a second (a doorman pod restarted in place is Ready
+// again that soon, and its routes come back). Call it while every service
+// lists ip; the channel closes unsent when ctx ends first.
+func (f *Framework) WatchSlicesLeave(ctx context.Context, ns, ip string, services []string) (<-chan time.Time, error) {
+	sel := napwakev1alpha1.LabelEndpointSliceManagedBy + "=" + napwakev1alpha1.EndpointSliceManager
+	w, err := f.Clientset.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("watching Napwake's EndpointSlices in %s: %w", ns, err)
+	}
+	out := make(chan time.Time, 1)
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		lists := map[string]map[string]bool{} // service → slice name → lists ip
+		left := map[string]bool{}
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			svc := s.Labels[napwakev1alpha1.LabelServiceName]
+			if lists[svc] == nil {
+				lists[svc] = map[string]bool{}
+			}
+			lists[svc][s.Name] = ev.Type != watch.Deleted && listsReady(s, ip)
+			for _, name := range services {
+				if !left[name] && lists[name] != nil && !anyTrue(lists[name]) {
+					left[name] = true
+				}
+			}
+			if len(left) == len(services) {
+				out <- time.Now()
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func anyTrue(m map[string]bool) bool {
+	for _, v := range m {
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
+// listsReady says whether s lists ip among its Ready endpoints.
+func listsReady(s *discoveryv1.EndpointSlice, ip string) bool {
+	for _, e := range s.Endpoints {
+		if ptr.Deref(e.Conditions.Ready, true) && slices.Contains(e.Addresses, ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // DoormanSlices lists Napwake's EndpointSlices for a Service.
@@ -200,23 +264,32 @@ func (f *Framework) ScaledDownAt(ctx context.Context, ns, name string) (time.Tim
 
 // KubeProxyLeadsTo says whether kube-proxy's rules on the node (this
 // process runs in its network namespace) send Service ns/name's port to
-// every one of addrs: what a caller through the ClusterIP meets, which
-// lags the EndpointSlices by kube-proxy's sync.
+// every one of addrs and to no other address: what a caller through the
+// ClusterIP meets, which lags the EndpointSlices by kube-proxy's sync. A
+// rule still leading to a pod deleted a moment ago sends some callers to
+// an address nobody answers any more ("no route to host").
 func KubeProxyLeadsTo(ctx context.Context, ns, name string, addrs []string, port int32) (bool, error) {
 	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
 	if err != nil {
 		return false, fmt.Errorf("iptables-save: %w", err)
 	}
+	want := map[string]bool{}
 	for _, a := range addrs {
-		want := fmt.Sprintf("--to-destination %s:%d", a, port)
-		found := false
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, `"`+ns+"/"+name) && strings.Contains(line, want) {
-				found = true
-				break
-			}
+		want[net.JoinHostPort(a, strconv.Itoa(int(port)))] = false
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		_, dest, ok := strings.Cut(line, "--to-destination ")
+		if !ok || !strings.Contains(line, `"`+ns+"/"+name) {
+			continue
 		}
-		if !found {
+		dest, _, _ = strings.Cut(dest, " ")
+		if _, ok := want[dest]; !ok {
+			return false, nil // leads somewhere else too
+		}
+		want[dest] = true
+	}
+	for _, seen := range want {
+		if !seen {
 			return false, nil
 		}
 	}
