@@ -431,9 +431,12 @@ func (r *ManagedWorkloadReconciler) patchStatusAndScale(ctx context.Context, s *
 		scaleErr error
 		at       time.Time
 	)
-	// The scale works on its own copy of the target: the status write
-	// reads s.t meanwhile (its value methods copy it whole).
+	// The scale works on its own copy of the target, object included: the
+	// status write reads s.t meanwhile (its value methods copy it whole,
+	// setGitOps reads the object's managed fields), and the client writes
+	// the object's apiVersion and kind back after every request.
 	t := s.t
+	t.obj = s.t.obj.DeepCopyObject().(client.Object)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
