@@ -186,7 +186,14 @@ func (k *waker) wake(ctx context.Context, r Route, src netip.Addr, until time.Ti
 func (k *waker) patch(ctx context.Context, service string, src netip.Addr, ws []Workload) bool {
 	all := true
 	for _, w := range ws {
-		pctx, cancel := context.WithTimeout(ctx, onewake.PatchTimeout)
+		// A patch once begun goes on when its caller is passed on or
+		// leaves (within PatchTimeout): the request came during the pause
+		// and calls it off. Canceled with its caller, every caller held
+		// between the route and the scale to 0 began a stamp and had it
+		// canceled the moment it was passed to the still-Ready pod: one
+		// canceled write after another, none landing, the pause never
+		// called off (docs/design/doorman.md).
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), onewake.PatchTimeout)
 		err := k.hooks.Wake(pctx, w, service, src)
 		cancel()
 		k.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -205,4 +206,28 @@ func TestPageLoadsDuringAnOutageShareOneRetrier(t *testing.T) {
 		t.Errorf("%d wake patches in %v; want at most %d, one per WakeRetry", attempts, time.Since(start).Round(time.Millisecond), most)
 	}
 	t.Logf("%d page loads in %v: %d patches, at most %d goroutines (%d before)", loads, lastLoad.Sub(start).Round(time.Millisecond), attempts, maxGoroutine.Load(), baseline)
+}
+
+// A caller passed on while its wake's patch is under way does not cancel
+// the patch: its request came during the pause and calls it off. (With
+// the patch canceled with its caller, each caller held between the route
+// and the scale to 0 began a stamp that the pass to the still-Ready pod
+// canceled, and none landed.)
+func TestAPatchUnderWayOutlivesItsCallersPass(t *testing.T) {
+	cfg := testConfig()
+	h := newHarness(t, cfg, testWorkload())
+	gate := make(chan struct{})
+	h.rec.mu.Lock()
+	h.rec.wakeGate = gate
+	h.rec.mu.Unlock()
+	c := h.dial()
+	_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
+	wait(t, "the wake's patch under way", func() bool { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return h.rec.entered == 1 })
+	b := newBackend(t)
+	h.ready(b)
+	wait(t, "the caller passed on", func() bool { return h.held() == 0 })
+	_ = c.Close() // and gone, its pass ended, as an HTTP/1.0 caller's is
+	wait(t, "the pass ended", func() bool { return testutil.ToFloat64(h.m.Passing) == 0 })
+	close(gate)
+	wait(t, "the patch landed", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
 }
