@@ -21,12 +21,8 @@ import (
 // while the first one's patch is under way, the workload is stamped once.
 func TestCallersHeldAtOnceStampOneWake(t *testing.T) {
 	const callers = 20
-	cfg := testConfig()
-	h := newHarness(t, cfg, testWorkload())
-	gate := make(chan struct{})
-	h.rec.mu.Lock()
-	h.rec.wakeGate = gate
-	h.rec.mu.Unlock()
+	h := newHarness(t, testConfig(), testWorkload())
+	gate := gateWakes(h)
 	for range callers {
 		_, _ = h.dial().Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
 	}
@@ -214,12 +210,8 @@ func TestPageLoadsDuringAnOutageShareOneRetrier(t *testing.T) {
 // and the scale to 0 began a stamp that the pass to the still-Ready pod
 // canceled, and none landed.)
 func TestAPatchUnderWayOutlivesItsCallersPass(t *testing.T) {
-	cfg := testConfig()
-	h := newHarness(t, cfg, testWorkload())
-	gate := make(chan struct{})
-	h.rec.mu.Lock()
-	h.rec.wakeGate = gate
-	h.rec.mu.Unlock()
+	h := newHarness(t, testConfig(), testWorkload())
+	gate := gateWakes(h)
 	c := h.dial()
 	_, _ = c.Write([]byte("GET / HTTP/1.1\r\nHost: api\r\n\r\n"))
 	wait(t, "the wake's patch under way", func() bool { h.rec.mu.Lock(); defer h.rec.mu.Unlock(); return h.rec.entered == 1 })
@@ -230,4 +222,13 @@ func TestAPatchUnderWayOutlivesItsCallersPass(t *testing.T) {
 	wait(t, "the pass ended", func() bool { return testutil.ToFloat64(h.m.Passing) == 0 })
 	close(gate)
 	wait(t, "the patch landed", func() bool { n, _, _ := h.rec.counts(); return n == 1 })
+}
+
+// gateWakes holds every wake's patch until the returned channel closes.
+func gateWakes(h *harness) chan struct{} {
+	gate := make(chan struct{})
+	h.rec.mu.Lock()
+	h.rec.wakeGate = gate
+	h.rec.mu.Unlock()
+	return gate
 }
