@@ -329,12 +329,7 @@ func TestBadForecastSettingsAreReportedNotFatal(t *testing.T) {
 		f, busy := forecastFixture(t, napwakev1alpha1.ForecastSpec{AutoResume: true, TimeZone: "Mars/Olympus_Mons"}, 10*time.Minute)
 		f.wantEvent(napwakev1alpha1.EventInvalidSetting, `spec.forecast.timeZone "Mars/Olympus_Mons" is not a known IANA zone: the forecast is off (it goes on learning)`)
 		f.learnWeek(busy, comeback)
-		fs := f.forecastStatus()
-		w, err := napwakev1alpha1.ReadForecastState(fs.State)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := busy.AddDate(0, 0, learnDays-1).Add(30*time.Minute + comeback)
+		fs, w, last := f.learned(busy)
 		if !w.LastPerson.Equal(last) || fs.TimeZone != "UTC" {
 			t.Errorf("learned: last person %v, zone %q; want %v, UTC", w.LastPerson, fs.TimeZone, last)
 		}
@@ -424,12 +419,7 @@ func TestEveryWorkloadLearnsAndTheForecastActsOnItWhenTurnedOn(t *testing.T) {
 	busy := start.Truncate(time.Hour).Add(3 * time.Hour)
 	f.learnWeek(busy, comeback)
 
-	fs := f.forecastStatus()
-	w, err := napwakev1alpha1.ReadForecastState(fs.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := busy.AddDate(0, 0, learnDays-1).Add(30*time.Minute + comeback)
+	fs, w, last := f.learned(busy)
 	if !w.LastPerson.Equal(last) || fs.TimeZone != "UTC" || w.Hours < learnDays*24-24 {
 		t.Errorf("learned: last person %v, zone %q, %d hours; want %v, UTC, two weeks", w.LastPerson, fs.TimeZone, w.Hours, last)
 	}
@@ -498,4 +488,16 @@ func TestMaxExtraAwakeReadsTheBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// learned reads status.forecast after learnWeek(busy, comeback), with the
+// last person it must hold: the week's last comeback.
+func (f *fixture) learned(busy time.Time) (*napwakev1alpha1.ForecastStatus, napwakev1alpha1.ForecastWeek, time.Time) {
+	f.t.Helper()
+	fs := f.forecastStatus()
+	w, err := napwakev1alpha1.ReadForecastState(fs.State)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return fs, w, busy.AddDate(0, 0, learnDays-1).Add(30*time.Minute + comeback)
 }
