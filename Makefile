@@ -53,7 +53,8 @@ test: ## Run every test: lint and generated files, unit + envtest suites with -r
 
 # A test that fails is run once more on its own (gotestsum --rerun-fails;
 # UNIT_RERUNS=0 turns that off); gotestsum's summary names every rerun,
-# pass or fail, and so does the last line make test-unit prints.
+# pass or fail, and so does the last line make test-unit prints. A data
+# race fails the step even when the rerun passed.
 UNIT_RERUNS ?= 1
 
 .PHONY: test-unit
@@ -65,6 +66,10 @@ test-unit: ## Unit and envtest suites of every module, with -race; a failed test
 	$(BIN)/gotestsum --format standard-quiet --rerun-fails=$(UNIT_RERUNS) --rerun-fails-max-failures=5 \
 	  --rerun-fails-report=$(OUT)/unit-reruns.txt --jsonfile $(OUT)/unit.json --packages="$(foreach m,$(MODULES),./$(m)/...)" -- $(GOTEST_FLAGS); \
 	if [ -s $(OUT)/unit-reruns.txt ]; then echo "[$$(date +%H:%M:%S)] tests that failed once and were run again (their first failure is above):"; cat $(OUT)/unit-reruns.txt; fi; \
+	if grep -q 'WARNING: DATA RACE' $(OUT)/unit.json; then \
+	  echo "[$$(date +%H:%M:%S)] FAIL: the race detector reported a data race (above, and in $(OUT)/unit.json), in:"; \
+	  grep 'WARNING: DATA RACE' $(OUT)/unit.json | sed -n 's/.*"Package":"\([^"]*\)".*"Test":"\([^"]*\)".*/  \1 \2/p' | sort -u; \
+	  echo "  A race is a bug, never a timing flake: it fails the step even when the rerun passed."; exit 1; fi; \
 	GOWORK=off $(GO) -C $(ROOT)/hack/chart test $(GOTEST_FLAGS) ./readme/ ./crdtemplate/ ./apiref/; \
 	GOWORK=off $(GO) -C $(ROOT)/hack/tools test $(GOTEST_FLAGS) ./timings/ ./pkgdoc/ ./releasecheck/ ./doclinks/
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -199,4 +200,19 @@ func (s *wakeSpySub) Patch(ctx context.Context, obj client.Object, patch client.
 		}
 	}
 	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+// staleClient is the real client behind a cache that has not seen the
+// latest writes to one object: Get of stale's key returns stale.
+type staleClient struct {
+	client.Client
+	stale client.Object
+}
+
+func (c *staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key == client.ObjectKeyFromObject(c.stale) && reflect.TypeOf(obj) == reflect.TypeOf(c.stale) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(c.stale.DeepCopyObject()).Elem())
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,14 +97,13 @@ func (e *env) add(name string, replicas int32, deps ...string) {
 	}
 }
 
-// follow plays the Deployment controller: status to match spec.replicas,
-// every replica Ready.
+// follow plays the Deployment controller: status and pods to match
+// spec.replicas, every replica Ready.
 func (e *env) follow(name string) {
 	e.t.Helper()
-	d := e.deployment(name)
-	n := replicasOf(d.Spec.Replicas)
-	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas, d.Status.ObservedGeneration = n, n, n, d.Generation
-	must(e.t, k8s.Status().Update(e.ctx, d))
+	k := e.key(name)
+	n := replicasOf(e.deployment(name).Spec.Replicas)
+	setDeploymentPods(e.ctx, e.t, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, n, n)
 }
 
 func (e *env) deployment(name string) *appsv1.Deployment {

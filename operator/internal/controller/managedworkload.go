@@ -39,9 +39,10 @@ import (
 )
 
 // maxStepsPerReconcile bounds one reconcile: a pause is at most a live
-// read, a status write, a route, a scale and a wait; a wake a status write,
-// a scale, an unroute, a status write and a wait.
-const maxStepsPerReconcile = 8
+// read, a status write, a route, a scale and a wait; a wake a live read, a
+// status write, a scale, a live count of the Ready pods, an unroute, a
+// status write and a wait.
+const maxStepsPerReconcile = 9
 
 // ManagedWorkloadReconciler pauses and wakes the target of each
 // ManagedWorkload. It asks package decide for one step at a time and takes it,
@@ -352,7 +353,7 @@ func (r *ManagedWorkloadReconciler) takeSteps(ctx context.Context, s *reconcileS
 		}
 		in.Forecast = r.forecastInput(s, in)
 		step := decide.Next(in)
-		if !s.live && needsLive(step) {
+		if !s.live && needsLive(in, step) {
 			// What a pause saves and what a wake compares with must be
 			// the workload's replicas now, not a cache's.
 			n, err := liveReplicas(ctx, r.Client, &s.t)
@@ -360,6 +361,18 @@ func (r *ManagedWorkloadReconciler) takeSteps(ctx context.Context, s *reconcileS
 				return reconcile.Result{}, err
 			}
 			s.t.replicas, s.live = n, true
+			continue
+		}
+		if step.Kind == decide.Unroute && !s.readyLive {
+			// Running is taken from the pods as they are now: the
+			// target's status may still count a pod the pause deleted
+			// and that is Ready in its preStop, and a cache may be
+			// behind it (docs/design/pause-wake.md#a-wake-step-by-step).
+			n, err := workload.ReadyPods(ctx, r.APIReader, mw.Namespace, s.t.selector)
+			if err != nil {
+				return reconcile.Result{}, fmt.Errorf("listing the Ready pods of %s: %w", client.ObjectKeyFromObject(s.t.obj), err)
+			}
+			s.t.readyReps, s.readyLive = n, true
 			continue
 		}
 		switch step.Kind {
@@ -465,10 +478,18 @@ func routeComing(mw *napwakev1alpha1.ManagedWorkload) bool {
 }
 
 // needsLive says whether step would act on a replica count that must be
-// live: the count a pause saves, and a scale-up seen as someone else's.
-// Scaling reads the scale live anyway.
-func needsLive(step decide.Step) bool {
-	return step.Paused != "" || step.Woken == napwakev1alpha1.SourceScaled
+// live: the count a pause saves, a scale-up seen as someone else's, and a
+// wake that finds the replicas already there.
+func needsLive(in decide.Input, step decide.Step) bool {
+	switch {
+	case step.Paused != "", step.Woken == napwakev1alpha1.SourceScaled:
+		return true
+	case step.Woken != "" && in.Target.Replicas >= decide.WantReplicas(in.State.Pause):
+		// A wake that finds nothing to scale may be reading a cache
+		// still behind the pause's own scale to 0.
+		return true
+	}
+	return false
 }
 
 func (r *ManagedWorkloadReconciler) idleAfter(s *reconcileScope) time.Duration {

@@ -19,8 +19,9 @@ type reconcileScope struct {
 	mw *napwakev1alpha1.ManagedWorkload
 	// t is the target, once readTarget read it.
 	t target
-	// live is true once t.replicas was read live, not from the cache.
-	live bool
+	// live is true once t.replicas was read live, not from the cache;
+	// readyLive once t.readyReps was counted from the pods read live.
+	live, readyLive bool
 
 	// Gathered before the decide loop, by the phases named after them.
 

@@ -139,22 +139,58 @@ func (f *fixture) reconcile() reconcile.Result {
 }
 
 // setPods plays the Deployment controller and kubelet: status.replicas and
-// readyReplicas, and as many Pod objects as status.replicas.
+// readyReplicas, and as many Pod objects as status.replicas, ready of them
+// Ready.
 func (f *fixture) setPods(replicas, ready int32) {
 	f.t.Helper()
-	d := f.deployment()
+	setDeploymentPods(f.ctx, f.t, f.dep, replicas, ready)
+}
+
+// setDeploymentPods plays the Deployment controller and kubelet for the
+// Deployment at key (made by deployment): its status, and as many pods
+// with its labels as replicas, the first ready of them Ready. The operator
+// takes Running from the pods read live, as the status may still count a
+// pod that is leaving.
+func setDeploymentPods(ctx context.Context, t testing.TB, key types.NamespacedName, replicas, ready int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	must(t, k8s.Get(ctx, key, d))
 	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = replicas, ready, ready
 	d.Status.ObservedGeneration = d.Generation
-	must(f.t, k8s.Status().Update(f.ctx, d))
+	must(t, k8s.Status().Update(ctx, d))
 	var pods corev1.PodList
-	must(f.t, k8s.List(f.ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{"app": "api"}))
+	must(t, k8s.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)))
 	for i := int32(len(pods.Items)); i < replicas; i++ {
-		must(f.t, k8s.Create(f.ctx, podFor(f.ns)))
+		p := podFor(key.Namespace)
+		p.GenerateName, p.Labels = key.Name+"-", d.Spec.Selector.MatchLabels
+		must(t, k8s.Create(ctx, p))
+		pods.Items = append(pods.Items, *p)
 	}
 	for i := int(replicas); i < len(pods.Items); i++ {
 		// Unscheduled pods go at once: no kubelet has to confirm.
-		must(f.t, client.IgnoreNotFound(k8s.Delete(f.ctx, &pods.Items[i], client.GracePeriodSeconds(0))))
+		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))))
 	}
+	for i := range min(int(replicas), len(pods.Items)) {
+		p := &pods.Items[i]
+		status := corev1.ConditionFalse
+		if int32(i) < ready {
+			status = corev1.ConditionTrue
+		}
+		if c := podCondition(p, corev1.PodReady); c != nil && c.Status == status {
+			continue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		must(t, k8s.Status().Update(ctx, p))
+	}
+}
+
+func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == typ {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // followSpec plays the Deployment controller once: pods to match spec.replicas, all Ready.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	napwakev1alpha1 "napwake.dev/apis/v1alpha1"
 	"napwake.dev/operator/internal/decide"
@@ -236,4 +237,87 @@ func TestAWakeFromAStaleReadScalesFromALiveOne(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAPauseCalledOffIsRunningOnlyOnAPodThatStays calls a pause off by a
+// request while the pod it scaled away is in its preStop: deleted, still
+// Ready, still counted in the Deployment's status. The wake must scale
+// back and wait for a pod that stays, with the routes kept, else callers
+// are sent to a pod about to exit. The second case also reads the
+// Deployment from a cache behind the pause's own scale to 0, which still
+// shows the replica there.
+func TestAPauseCalledOffIsRunningOnlyOnAPodThatStays(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		stale        bool
+		staleNoReady bool
+	}{
+		{name: "the target's status still counts the leaving pod"},
+		{name: "and a cache is behind the pause's scale to 0", stale: true},
+		// The wake must read the replicas live as it begins, not wait
+		// for a Ready pod of a scale the cache shows and nobody made.
+		{name: "and a cache is behind, its pod not Ready yet", stale: true, staleNoReady: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 1)
+			f.runToRunning()
+			cached := f.deployment()
+			if tc.staleNoReady {
+				cached.Status.ReadyReplicas, cached.Status.AvailableReplicas = 0, 0
+			}
+			f.clock.Step(11 * time.Minute)
+			f.reconcile() // Pausing: routed, scaled to 0
+			if got := replicasOf(f.deployment().Spec.Replicas); got != 0 {
+				t.Fatalf("replicas %d after the pause's first reconcile, want 0", got)
+			}
+			f.leaving()
+			if tc.stale {
+				f.r.Client = &staleClient{Client: k8s, stale: cached}
+			}
+			f.clock.Step(time.Second)
+			f.annotate(&napwakev1alpha1.ManagedWorkload{}, f.mw, napwakev1alpha1.AnnotationLastRequest, f.stamp())
+			f.reconcile()
+			if got := replicasOf(f.deployment().Spec.Replicas); got != 1 {
+				t.Fatalf("replicas %d after the pause was called off, want its 1 back", got)
+			}
+			if p := f.managedWorkload().Status.Phase; p != napwakev1alpha1.PhaseResuming {
+				t.Fatalf("phase %q with only a leaving pod Ready, want Resuming", p)
+			}
+			if f.router.unroutes != 0 {
+				t.Fatalf("the routes were taken away %d times with no pod that stays Ready", f.router.unroutes)
+			}
+
+			f.r.Client = k8s
+			p := podFor(f.ns)
+			must(t, k8s.Create(f.ctx, p))
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			must(t, k8s.Status().Update(f.ctx, p))
+			f.reconcile()
+			if ph := f.managedWorkload().Status.Phase; ph != napwakev1alpha1.PhaseRunning || f.router.unroutes != 1 {
+				t.Fatalf("phase %q, %d unroutes once a new pod is Ready; want Running, 1", ph, f.router.unroutes)
+			}
+		})
+	}
+}
+
+// leaving plays the kubelet running the preStop of the target's one pod:
+// the pod is deleted and stays, Ready, until the test ends.
+func (f *fixture) leaving() {
+	f.t.Helper()
+	var pods corev1.PodList
+	must(f.t, k8s.List(f.ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{"app": "api"}))
+	if len(pods.Items) != 1 {
+		f.t.Fatalf("%d pods, want the 1 the pause is stopping", len(pods.Items))
+	}
+	p := &pods.Items[0]
+	p.Finalizers = append(p.Finalizers, "napwake.dev/test-prestop")
+	must(f.t, k8s.Update(f.ctx, p))
+	must(f.t, k8s.Delete(f.ctx, p))
+	f.t.Cleanup(func() {
+		gone := &corev1.Pod{}
+		if err := k8s.Get(f.ctx, client.ObjectKeyFromObject(p), gone); err == nil {
+			gone.Finalizers = nil
+			_ = k8s.Update(f.ctx, gone)
+		}
+	})
 }

@@ -92,7 +92,9 @@ type Target struct {
 	Replicas int32
 	// StatusReplicas is status.replicas: pods the controller still counts.
 	StatusReplicas int32
-	// ReadyReplicas is status.readyReplicas.
+	// ReadyReplicas is status.readyReplicas; before an Unroute the
+	// reconciler counts it again from the pods read live, Ready and not
+	// terminating, since the status may still count a pod in its preStop.
 	ReadyReplicas int32
 	// PodsLeft is true while any pod matching the selector exists,
 	// terminating ones included. Only consulted once Replicas and

@@ -212,7 +212,7 @@ func Get(ctx context.Context, c client.Client, kinds []schema.GroupVersionKind, 
 	}
 	t = Target{Obj: obj, Scale: s, Selector: sel}
 	t.Template, t.TemplateNote = TemplateOf(obj.Object, sel)
-	ready, err := readyPods(ctx, c, namespace, sel)
+	ready, err := ReadyPods(ctx, c, namespace, sel)
 	if err != nil {
 		return Target{}, false, err
 	}
@@ -263,8 +263,10 @@ func TemplateOf(obj map[string]any, sel *metav1.LabelSelector) (*corev1.PodTempl
 	return t, NoTemplate
 }
 
-// readyPods counts the Ready pods matching sel in namespace.
-func readyPods(ctx context.Context, c client.Reader, namespace string, sel *metav1.LabelSelector) (int32, error) {
+// ReadyPods counts the pods matching sel in namespace that are Ready and not
+// terminating: a pod in its preStop or grace period may still say Ready, but
+// it is leaving and serves no wake.
+func ReadyPods(ctx context.Context, c client.Reader, namespace string, sel *metav1.LabelSelector) (int32, error) {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
 		return 0, err
