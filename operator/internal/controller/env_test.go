@@ -103,7 +103,7 @@ func (e *env) follow(name string) {
 	e.t.Helper()
 	k := e.key(name)
 	n := replicasOf(e.deployment(name).Spec.Replicas)
-	setDeploymentPods(e.ctx, e.t, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, n, n)
+	setDeploymentPods(e.ctx, e.t, types.NamespacedName(k), n, n)
 }
 
 func (e *env) deployment(name string) *appsv1.Deployment {
