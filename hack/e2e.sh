@@ -98,6 +98,9 @@ GOWORK=off go -C "$root/hack/tools" build -o "$root/bin/ginkgo" github.com/onsi/
 args=(--procs "$procs" --timeout 50m -v --no-color --flake-attempts "${E2E_ATTEMPTS:-2}"
   --json-report e2e-report.json --output-dir "$out")
 [ -n "${E2E_FOCUS:-}" ] && args+=(--focus "$E2E_FOCUS")
+# E2E_REPEAT=N runs the (focused) suite N more times, stopping at the first
+# failure: how a flake's fix is shown, e.g. E2E_FOCUS=preStop E2E_REPEAT=9.
+[ -n "${E2E_REPEAT:-}" ] && args+=(--repeat "$E2E_REPEAT")
 start=$(date +%s)
 # Each failed spec's name, time and message, printed last on a failure so
 # the tail of a long log names them (the full dumps are above it).
