@@ -171,26 +171,25 @@ func setDeploymentPods(ctx context.Context, t testing.TB, key types.NamespacedNa
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))))
 	}
 	for i := range min(int(replicas), len(pods.Items)) {
-		p := &pods.Items[i]
-		status := corev1.ConditionFalse
-		if int32(i) < ready {
-			status = corev1.ConditionTrue
-		}
-		if c := podCondition(p, corev1.PodReady); c != nil && c.Status == status {
-			continue
-		}
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-		must(t, k8s.Status().Update(ctx, p))
+		setPodReady(ctx, t, &pods.Items[i], int32(i) < ready)
 	}
 }
 
-func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == typ {
-			return &p.Status.Conditions[i]
+// setPodReady plays the kubelet: p's Ready condition, written unless it
+// already says so (a test may have written the kubelet's times itself).
+func setPodReady(ctx context.Context, t testing.TB, p *corev1.Pod, ready bool) {
+	t.Helper()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == status {
+			return
 		}
 	}
-	return nil
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	must(t, k8s.Status().Update(ctx, p))
 }
 
 // followSpec plays the Deployment controller once: pods to match spec.replicas, all Ready.

@@ -290,8 +290,7 @@ func TestAPauseCalledOffIsRunningOnlyOnAPodThatStays(t *testing.T) {
 			f.r.Client = k8s
 			p := podFor(f.ns)
 			must(t, k8s.Create(f.ctx, p))
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-			must(t, k8s.Status().Update(f.ctx, p))
+			setPodReady(f.ctx, t, p, true)
 			f.reconcile()
 			if ph := f.managedWorkload().Status.Phase; ph != napwakev1alpha1.PhaseRunning || f.router.unroutes != 1 {
 				t.Fatalf("phase %q, %d unroutes once a new pod is Ready; want Running, 1", ph, f.router.unroutes)
