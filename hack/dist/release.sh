@@ -66,8 +66,11 @@ det_tar() { # dir mtime
 # The chart. helm package stamps every entry with the time of packaging, so
 # the package is unpacked and written again with the chart's last commit
 # time: same files, same archive.
-[ -x bin/helm ] || hack/helm/build.sh
-bin/helm package charts/napwake --destination "$work/chart" >/dev/null
+# bin/helm when it is there; else one built into the temporary directory,
+# so that this never writes a bin/helm another step may be reading.
+helm=bin/helm
+[ -x "$helm" ] || { helm="$work/helm"; HELM_OUT="$helm" hack/helm/build.sh; }
+"$helm" package charts/napwake --destination "$work/chart" >/dev/null
 pkg="napwake-$chart_version.tgz"
 [ -f "$work/chart/$pkg" ] || die "helm package did not write $pkg"
 mkdir "$work/chart/x"
@@ -77,13 +80,15 @@ det_tar "$work/chart/x" "$chart_epoch" | gzip -9 -n >"$out/$pkg"
 say "chart $pkg"
 
 # The images: the binaries of `make build`, each in an OCI layout by
-# imagebuild (the builder `make images` and `make push` use).
-make --no-print-directory build >&2
-GOWORK=off go -C hack/tools build -o "$root/bin/imagebuild" ./imagebuild
+# imagebuild (the builder `make images` and `make push` use). Built into
+# the temporary directory, not bin/: make test runs this beside the
+# end-to-end suite, which reads bin/ (hack/test.sh).
+make --no-print-directory build BIN="$work/bin" >&2
+GOWORK=off go -C hack/tools build -o "$work/bin/imagebuild" ./imagebuild
 : >"$out/image-digests.txt"
 for c in operator doorman forwarder; do
 	ref="$image_prefix/napwake-$c:$version"
-	d=$(bin/imagebuild --binary "bin/$c" --image "$ref" --entrypoint "/$c" --oci-layout "$work/oci-$c")
+	d=$("$work/bin/imagebuild" --binary "$work/bin/$c" --image "$ref" --entrypoint "/$c" --oci-layout "$work/oci-$c")
 	det_tar "$work/oci-$c" 0 >"$out/napwake-${c}_$version.oci.tar"
 	printf '%s %s\n' "$ref" "$d" >>"$out/image-digests.txt"
 	say "image $ref $d"

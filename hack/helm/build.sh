@@ -13,5 +13,6 @@ ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
 	ldflags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=${kube_minor}"
 done
-GOWORK=off CGO_ENABLED=0 go -C "$root/hack/helm" build -trimpath -ldflags "$ldflags" -o "$root/bin/helm" helm.sh/helm/v3/cmd/helm
-"$root/bin/helm" version --short >&2
+out=${HELM_OUT:-$root/bin/helm} # HELM_OUT: elsewhere than bin/helm (hack/dist/release.sh)
+GOWORK=off CGO_ENABLED=0 go -C "$root/hack/helm" build -trimpath -ldflags "$ldflags" -o "$out" helm.sh/helm/v3/cmd/helm
+"$out" version --short >&2
