@@ -135,16 +135,19 @@ func scenarioAPIServerAway(ctx context.Context, ns string) {
 		outageWorkloads, outageWorkloads*outageConnections, back.Sub(stopped).Round(time.Second)))
 }
 
-// awaitTestBedCaughtUp waits until the test bed's own components see a
-// Service created after the API server's return: CoreDNS resolves it and
-// kube-proxy forwards to it. Both watch the API server through client-go,
-// whose informers back off to 30 s and more between tries while it is
-// away: after a 32 s outage they took 82 s (CoreDNS) and 90 s
-// (kube-proxy) to see a new Service on the test bed, where Napwake's own
-// watches were back within 2 s. The specs after this one judge Napwake,
-// not how soon the cluster's add-ons recover, so they start once a new
-// Service works end to end.
+// awaitTestBedCaughtUp restarts the test bed's CoreDNS and kube-proxy and
+// waits until they serve a Service created after the API server's return:
+// CoreDNS resolves it and kube-proxy forwards to it. Both watch the API
+// server through client-go, whose informers back off to 30 s and more
+// between tries while it is away: after a 32 s outage, left alone, they
+// took 82 s (CoreDNS) and 90 s (kube-proxy) to see a new Service on the
+// test bed, where Napwake's own watches were back within 2 s. The specs
+// after this one judge Napwake, not how soon the cluster's add-ons
+// recover, so they start once a new Service works end to end. It runs
+// after this spec's own checks, which saw the add-ons as they were.
 func awaitTestBedCaughtUp(ctx context.Context, ns string, back time.Time) {
+	out, err := exec.CommandContext(ctx, testbed(), "restart-watchers").CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "restarting the test bed's CoreDNS and kube-proxy: %s", out)
 	probe := framework.SampleApp{Name: "probe", Namespace: ns, Replicas: 1, StartupDelay: time.Millisecond}
 	Expect(fw.Deploy(ctx, probe)).To(Succeed())
 	ip, err := fw.ClusterIP(ctx, ns, probe.Name)
@@ -184,12 +187,12 @@ func scenarioDoormanRolloutMidTraffic(ctx context.Context, ns string) {
 
 	// 100 streams of 30 s, held while the workload wakes, then passing
 	// through the doorman pods that held them.
-	var started atomic.Int32
+	starts := &streamStarts{}
 	streamed := make(chan error, streams)
 	for range streams {
-		go func() { streamed <- streamThrough(ctx, serviceURL(streamer.Name, ns, "/stream?for=30s"), &started) }()
+		go func() { streamed <- streamThrough(ctx, serviceURL(streamer.Name, ns, "/stream?for=30s"), starts) }()
 	}
-	Eventually(started.Load).WithTimeout(2*time.Minute).Should(Equal(int32(streams)), "every stream passes through")
+	starts.await(streams, 2*time.Minute, "every stream passes through")
 
 	t := startTraffic(ctx, askURLs, newConnEvery, 10*time.Second, http.StatusServiceUnavailable)
 	deploy := doormanDeployment(ctx)
@@ -446,7 +449,7 @@ func logRouting(ctx context.Context, ns, name string) {
 // streamThrough GETs a /stream URL, counts itself started once the
 // response's headers arrive, and reads to the end: nil when the stream
 // completed with its "done" line.
-func streamThrough(ctx context.Context, url string, started *atomic.Int32) error {
+func streamThrough(ctx context.Context, url string, starts *streamStarts) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -454,10 +457,12 @@ func streamThrough(ctx context.Context, url string, started *atomic.Int32) error
 	req.Header.Set("User-Agent", "e2e-stream/1")
 	resp, err := (&http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 	if err != nil {
-		return fmt.Errorf("starting the stream: %w", err)
+		err = fmt.Errorf("starting the stream: %w", err)
+		starts.fail(err)
+		return err
 	}
 	defer resp.Body.Close()
-	started.Add(1)
+	starts.started.Add(1)
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("reading the stream after %d bytes: %w", len(body), err)
@@ -466,6 +471,36 @@ func streamThrough(ctx context.Context, url string, started *atomic.Int32) error
 		return fmt.Errorf("the stream ended without its last line: %s, %d bytes", resp.Status, len(body))
 	}
 	return nil
+}
+
+// streamStarts counts the streams whose answer began, and keeps why any
+// could not begin: a spec waiting for them all stops at the first that
+// failed, naming its error (a refusal, a name not found, a timeout), rather
+// than waiting out its bound and saying only how many began.
+type streamStarts struct {
+	started atomic.Int32
+	mu      sync.Mutex
+	failed  []string
+}
+
+func (s *streamStarts) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = append(s.failed, time.Now().Format("15:04:05.000")+" "+err.Error())
+}
+
+// await waits up to timeout until n streams have begun, failing at once
+// when one could not begin.
+func (s *streamStarts) await(n int32, timeout time.Duration, what string) {
+	Eventually(func() (int32, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.failed) > 0 {
+			return 0, StopTrying(fmt.Sprintf("%d streams could not begin (%d began); the first: %s",
+				len(s.failed), s.started.Load(), strings.Join(s.failed[:min(3, len(s.failed))], "; ")))
+		}
+		return s.started.Load(), nil
+	}).WithTimeout(timeout).Should(Equal(n), what)
 }
 
 // doormanDeployment is the chart's doorman Deployment.

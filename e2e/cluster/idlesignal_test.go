@@ -18,7 +18,8 @@ import (
 
 var _ = Describe("Napwake's default idle signal", func() {
 	BeforeEach(requireNapwake)
-	It("keeps a workload in steady use through its Service Running past its idleAfter, and pauses it once left alone", func() {
+	// Started early among the parallel specs (SpecPriority): about 4 minutes.
+	It("keeps a workload in steady use through its Service Running past its idleAfter, and pauses it once left alone", SpecPriority(2), func() {
 		inNamespace("cpu", nil, scenarioUsageKeepsItUp)
 	})
 })

@@ -79,6 +79,7 @@ func inNamespace(prefix string, labels map[string]string, body func(ctx context.
 	DeferCleanup(func() {
 		if r := CurrentSpecReport(); r.Failed() {
 			fw.Dump(ctx, GinkgoWriter, ns)
+			framework.DumpProxyRules(ctx, GinkgoWriter, ns)
 			if napwakeNS := os.Getenv("NAPWAKE_E2E_NAMESPACE"); napwakeNS != "" {
 				fw.DumpComponents(ctx, GinkgoWriter, napwakeNS, ns, r.StartTime)
 			}
@@ -138,7 +139,8 @@ var _ = Describe("Napwake", func() {
 	It("keeps paused workloads paused and routed through a doorman-only Helm upgrade", Serial, func() {
 		inNamespace("upgrade", nil, scenarioDoormanUpgrade)
 	})
-	It("keeps a queue worker up while its Prometheus activity query returns work, pauses it, and wakes it when work returns", func() {
+	// Started early among the parallel specs (SpecPriority): about 3 minutes.
+	It("keeps a queue worker up while its Prometheus activity query returns work, pauses it, and wakes it when work returns", SpecPriority(1), func() {
 		inNamespace("query", nil, scenarioActivityQuery)
 	})
 	It("routes a Service shared by two paused workloads, and one request wakes both", func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"slices"
@@ -294,6 +295,30 @@ func KubeProxyLeadsTo(ctx context.Context, ns, name string, addrs []string, port
 		}
 	}
 	return true, nil
+}
+
+// DumpProxyRules writes kube-proxy's NAT rules on the node that name a
+// Service of namespace ns ("ns/"): where a caller through each ClusterIP
+// was being sent when a spec failed, which the EndpointSlices alone do not
+// say (kube-proxy follows them after its sync, and after an API server
+// outage only once its watches are back).
+func DumpProxyRules(ctx context.Context, w io.Writer, ns string) {
+	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	if err != nil {
+		fmt.Fprintf(w, "iptables-save: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "kube-proxy's NAT rules naming %s/ (iptables-save -t nat, %s):\n", ns, time.Now().Format(time.TimeOnly))
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, `"`+ns+"/") {
+			fmt.Fprintf(w, "    %s\n", line)
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintf(w, "    none: kube-proxy has no rule for any Service of %s\n", ns)
+	}
 }
 
 // PodReadyTimer watches an app's pods and records, with this process's
