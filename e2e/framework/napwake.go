@@ -270,15 +270,15 @@ func (f *Framework) ScaledDownAt(ctx context.Context, ns, name string) (time.Tim
 // rule still leading to a pod deleted a moment ago sends some callers to
 // an address nobody answers any more ("no route to host").
 func KubeProxyLeadsTo(ctx context.Context, ns, name string, addrs []string, port int32) (bool, error) {
-	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	rules, err := natRules(ctx)
 	if err != nil {
-		return false, fmt.Errorf("iptables-save: %w", err)
+		return false, err
 	}
 	want := map[string]bool{}
 	for _, a := range addrs {
 		want[net.JoinHostPort(a, strconv.Itoa(int(port)))] = false
 	}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range rules {
 		_, dest, ok := strings.Cut(line, "--to-destination ")
 		if !ok || !strings.Contains(line, `"`+ns+"/"+name) {
 			continue
@@ -297,20 +297,31 @@ func KubeProxyLeadsTo(ctx context.Context, ns, name string, addrs []string, port
 	return true, nil
 }
 
+// natRules is the node's NAT table, one rule per line: kube-proxy's
+// rules in iptables mode (this process runs in the node's network
+// namespace).
+func natRules(ctx context.Context) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	if err != nil {
+		return nil, fmt.Errorf("iptables-save: %w", err)
+	}
+	return strings.Split(string(out), "\n"), nil
+}
+
 // DumpProxyRules writes kube-proxy's NAT rules on the node that name a
 // Service of namespace ns ("ns/"): where a caller through each ClusterIP
 // was being sent when a spec failed, which the EndpointSlices alone do not
 // say (kube-proxy follows them after its sync, and after an API server
 // outage only once its watches are back).
 func DumpProxyRules(ctx context.Context, w io.Writer, ns string) {
-	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+	rules, err := natRules(ctx)
 	if err != nil {
-		fmt.Fprintf(w, "iptables-save: %v\n", err)
+		fmt.Fprintln(w, err)
 		return
 	}
 	fmt.Fprintf(w, "kube-proxy's NAT rules naming %s/ (iptables-save -t nat, %s):\n", ns, time.Now().Format(time.TimeOnly))
 	n := 0
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range rules {
 		if strings.Contains(line, `"`+ns+"/") {
 			fmt.Fprintf(w, "    %s\n", line)
 			n++
